@@ -1,0 +1,746 @@
+"""
+Pi0.5 (openpi's pi05): SigLIP So400m/14 + Gemma 2B + a Gemma-300M action expert trained with flow matching.
+
+The math is openpi's JAX model (../shared/docs/pi05_spec.md): fp32 RoPE angles and rotation, fp32 attention logits and
+softmax, fp32 RMSNorm statistics, bf16 activations. Parameters may be fp32 (master weights, the default) or bf16;
+every Linear computes in its input's dtype. Weights load from openpi PyTorch and LeRobot `model.safetensors` files.
+
+Shape letters: B batch, N camera slots, S image side, P patches per image, L prompt slots, H action horizon,
+T = N*P + L + H tokens, D width, Hq query heads, Dh head dim, A action dim (32).
+
+    model = Pi05(configs['tiny'])
+    loss = model(trim_batch(batch))            # batch: images (B,N,3,S,S), image_mask, tokens, token_mask, actions
+    actions = model.sample_actions(batch)      # 10 Euler steps with a prefix KV cache
+"""
+import fnmatch
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+import flex_mask
+
+# -----------------------------------------------------------------------------
+# configs
+
+
+@dataclass(frozen=True)
+class Pi05Config:
+    image_size: int = 224      # S
+    patch: int = 14
+    vit_width: int = 1152      # SigLIP So400m/14
+    vit_depth: int = 27
+    vit_mlp: int = 4304
+    vit_heads: int = 16
+    width: int = 2048          # Gemma 2B
+    depth: int = 18            # shared by both streams: layers are paired 1:1
+    mlp: int = 16384
+    vocab: int = 257152
+    expert_width: int = 1024   # Gemma 300M action expert
+    expert_mlp: int = 4096
+    heads: int = 8             # both streams: 8 query heads, 1 shared KV head, head dim 256
+    kv_heads: int = 1
+    head_dim: int = 256
+    action_dim: int = 32       # A
+    action_horizon: int = 50   # H
+    max_token_len: int = 200   # L
+
+    @property
+    def patches(self):
+        return (self.image_size // self.patch) ** 2
+
+
+configs = {
+    'pi05': Pi05Config(),
+    'tiny': Pi05Config(image_size=28, patch=7, vit_width=32, vit_depth=2, vit_mlp=64, vit_heads=2, width=64, depth=3,
+                       mlp=128, vocab=1024, expert_width=32, expert_mlp=64, heads=2, head_dim=16,
+                       action_horizon=5, max_token_len=24),
+    'demo': Pi05Config(image_size=64, patch=8, vit_width=128, vit_depth=3, vit_mlp=256, vit_heads=4, width=128,
+                       depth=4, mlp=384, vocab=1024, expert_width=64, expert_mlp=192, heads=4, head_dim=32,
+                       action_horizon=10, max_token_len=32),
+}
+
+# -----------------------------------------------------------------------------
+# building blocks
+
+
+class Linear(nn.Linear):
+    """nn.Linear that computes in its input's dtype, so fp32 master weights give bf16 matmuls (JAX casts at use)."""
+    def forward(self, x):
+        b = None if self.bias is None else self.bias.to(x.dtype)
+        return F.linear(x, self.weight.to(x.dtype), b)
+
+
+class LayerNorm(nn.LayerNorm):
+    """SigLIP LayerNorm (eps 1e-6) with fp32 statistics, output in the input dtype."""
+    def __init__(self, dim):
+        super().__init__(dim, eps=1e-6)
+
+    def forward(self, x):
+        return F.layer_norm(x.float(), self.normalized_shape, self.weight.float(), self.bias.float(), self.eps).to(x.dtype)
+
+
+class RMSNorm(nn.Module):
+    """Gemma RMSNorm: x * rsqrt(mean(x^2) + 1e-6) * (1 + w), statistics and scaling in fp32 (gemma.py RMSNorm)."""
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x, cond=None):
+        xf = x.float()
+        n = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return (n * (1 + self.weight.float())).to(x.dtype), None
+
+
+class AdaRMSNorm(nn.Module):
+    """adaRMSNorm of the pi05 expert: Dense(cond) -> scale, shift, gate (in that order); the gate is raw."""
+    def __init__(self, dim, cond_dim):
+        super().__init__()
+        self.dense = Linear(cond_dim, 3 * dim)
+
+    def forward(self, x, cond):
+        xf = x.float()
+        n = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+        scale, shift, gate = self.dense(cond.to(x.dtype))[:, None, :].chunk(3, dim=-1)  # JAX: Dense in x's dtype
+        return (n * (1 + scale.float()) + shift.float()).to(x.dtype), gate
+
+
+class Checkpointable(nn.Module):
+    """A module whose forward can be recomputed in backward (non-reentrant), switched by Pi05.set_recompute."""
+    recompute = False
+
+    def forward(self, *args):
+        if self.recompute and torch.is_grad_enabled():
+            return checkpoint(self.body, *args, use_reentrant=False)
+        return self.body(*args)
+
+
+class GemmaMLP(Checkpointable):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj, self.up_proj = Linear(dim, hidden, bias=False), Linear(dim, hidden, bias=False)
+        self.down_proj = Linear(hidden, dim, bias=False)
+
+    def body(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate='tanh') * self.up_proj(x))
+
+
+class GemmaAttention(nn.Module):
+    """Projections only: the attention itself is joint over both streams (JointLayer)."""
+    def __init__(self, dim, cfg):
+        super().__init__()
+        self.q_proj = Linear(dim, cfg.heads * cfg.head_dim, bias=False)
+        self.k_proj = Linear(dim, cfg.kv_heads * cfg.head_dim, bias=False)
+        self.v_proj = Linear(dim, cfg.kv_heads * cfg.head_dim, bias=False)
+        self.o_proj = Linear(cfg.heads * cfg.head_dim, dim, bias=False)
+
+
+class GemmaLayer(nn.Module):
+    """One stream's half of a joint layer; openpi key names (self_attn.*, mlp.*, input_layernorm, ...)."""
+    def __init__(self, dim, hidden, cfg, cond_dim=None):
+        super().__init__()
+        norm = (lambda: AdaRMSNorm(dim, cond_dim)) if cond_dim else (lambda: RMSNorm(dim))
+        self.input_layernorm, self.post_attention_layernorm = norm(), norm()
+        self.self_attn = GemmaAttention(dim, cfg)
+        self.mlp = GemmaMLP(dim, hidden)
+
+
+def rope_tables(pos, head_dim):
+    """fp32 RoPE angles as JAX computes them: pos / 10000^(2i/Dh). pos (B, T) -> cos, sin (B, T, 1, Dh/2)."""
+    exponent = 2.0 * torch.arange(head_dim // 2, dtype=torch.float32, device=pos.device) / head_dim
+    radians = pos.float()[..., None] / (10000.0 ** exponent)
+    return radians.cos()[:, :, None], radians.sin()[:, :, None]
+
+
+def apply_rope(x, cos, sin):
+    """Rotate-half RoPE in fp32, rounded once at the end (gemma.py _apply_rope). x: (B, T, heads, Dh)."""
+    x1, x2 = x.float().chunk(2, dim=-1)
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+
+
+def attention(q, k, v, mask, impl):
+    """q (B, Tq, Hq, Dh), k/v (B, Tk, 1, Dh) -> (B, Tq, Hq*Dh). mask: additive (B,1,Tq,Tk) or a BlockMask (flex)."""
+    B, Tq, Hq, Dh = q.shape
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, Dh)
+    if impl == 'eager':  # the reference: repeat_kv, materialised fp32 logits + additive mask, fp32 softmax
+        k, v = k.repeat(1, Hq // k.shape[1], 1, 1), v.repeat(1, Hq // v.shape[1], 1, 1)
+        logits = torch.matmul(q.float(), k.float().transpose(-1, -2)) * Dh ** -0.5 + mask
+        o = torch.matmul(torch.softmax(logits, dim=-1).to(v.dtype), v)
+    elif impl == 'sdpa':
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=Dh ** -0.5, enable_gqa=True)
+    elif impl == 'flex':
+        from torch.nn.attention.flex_attention import flex_attention
+        o = flex_attention(q, k, v, block_mask=mask, scale=Dh ** -0.5, enable_gqa=True)
+    else:
+        raise ValueError(f"unknown attention implementation {impl!r}: use 'eager', 'sdpa' or 'flex'")
+    return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
+
+
+class JointLayer(nn.Module):
+    """One decoder layer of both streams: own norms/QKV, one joint attention over [prefix; suffix], own o_proj/MLP.
+    Everything that differs between layers (weights, masks, RoPE tables) reaches forward as tensors, so all layers
+    of this class share one compiled graph."""
+    recompute = False       # recompute the whole layer in backward
+    recompute_attn = False  # recompute norms + QKV + RoPE + attention only
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.vlm = GemmaLayer(cfg.width, cfg.mlp, cfg)
+        self.expert = GemmaLayer(cfg.expert_width, cfg.expert_mlp, cfg, cond_dim=cfg.expert_width)
+
+    def forward(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        if self.recompute and torch.is_grad_enabled():
+            return checkpoint(self.body, xp, xs, cond, cos, sin, mask, attn_impl, use_reentrant=False)
+        return self.body(xp, xs, cond, cos, sin, mask, attn_impl)
+
+    def qkv(self, layer, x, cos, sin, cond=None):
+        B, T, _ = x.shape
+        h, gate = layer.input_layernorm(x, cond)
+        q = layer.self_attn.q_proj(h).view(B, T, -1, self.cfg.head_dim)
+        k = layer.self_attn.k_proj(h).view(B, T, -1, self.cfg.head_dim)
+        v = layer.self_attn.v_proj(h).view(B, T, -1, self.cfg.head_dim)
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v, gate
+
+    def attend(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        Lp = xp.shape[1]
+        qp, kp, vp, _ = self.qkv(self.vlm, xp, cos[:, :Lp], sin[:, :Lp])
+        qs, ks, vs, gate = self.qkv(self.expert, xs, cos[:, Lp:], sin[:, Lp:], cond)
+        o = attention(torch.cat([qp, qs], 1), torch.cat([kp, ks], 1), torch.cat([vp, vs], 1), mask, attn_impl)
+        return o[:, :Lp], o[:, Lp:], gate
+
+    def body(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        if self.recompute_attn and torch.is_grad_enabled():
+            op, os_, gate = checkpoint(self.attend, xp, xs, cond, cos, sin, mask, attn_impl, use_reentrant=False)
+        else:
+            op, os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
+        xp = xp + self.vlm.self_attn.o_proj(op)
+        xp = xp + self.vlm.mlp(self.vlm.post_attention_layernorm(xp)[0])
+        return xp, suffix_out(self.expert, xs, os_, gate, cond)
+
+
+def suffix_out(expert, xs, o, gate, cond):
+    """Expert o_proj and MLP with gated residuals (x + y * gate)."""
+    xs = xs + expert.self_attn.o_proj(o) * gate
+    h, gate2 = expert.post_attention_layernorm(xs, cond)
+    return xs + expert.mlp(h) * gate2
+
+
+class LastJointLayer(JointLayer):
+    """The last layer with the work whose result feeds nothing removed: the prefix only supplies K/V, so its q_proj,
+    o_proj, post-attention norm and MLP (and the prefix final norm) are skipped, and only action queries attend."""
+    def attend(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        B, Lp, _ = xp.shape
+        h, _ = self.vlm.input_layernorm(xp)
+        kp = apply_rope(self.vlm.self_attn.k_proj(h).view(B, Lp, -1, self.cfg.head_dim), cos[:, :Lp], sin[:, :Lp])
+        vp = self.vlm.self_attn.v_proj(h).view(B, Lp, -1, self.cfg.head_dim)
+        qs, ks, vs, gate = self.qkv(self.expert, xs, cos[:, Lp:], sin[:, Lp:], cond)
+        return attention(qs, torch.cat([kp, ks], 1), torch.cat([vp, vs], 1), mask, attn_impl), gate
+
+    def body(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        if self.recompute_attn and torch.is_grad_enabled():
+            os_, gate = checkpoint(self.attend, xp, xs, cond, cos, sin, mask, attn_impl, use_reentrant=False)
+        else:
+            os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
+        return xp, suffix_out(self.expert, xs, os_, gate, cond)
+
+# -----------------------------------------------------------------------------
+# SigLIP So400m/14 (no pooling head)
+
+
+class SiglipAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (Linear(dim, dim) for _ in range(4))
+
+    def forward(self, x):
+        B, P, D = x.shape
+        q, k, v = (p(x).view(B, P, self.heads, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        return self.out_proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, P, D))
+
+
+class SiglipMLP(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1, self.fc2 = Linear(dim, hidden), Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x), approximate='tanh'))
+
+
+class SiglipLayer(Checkpointable):
+    def __init__(self, cfg):
+        super().__init__()
+        self.layer_norm1, self.layer_norm2 = LayerNorm(cfg.vit_width), LayerNorm(cfg.vit_width)
+        self.self_attn = SiglipAttention(cfg.vit_width, cfg.vit_heads)
+        self.mlp = SiglipMLP(cfg.vit_width, cfg.vit_mlp)
+
+    def body(self, x):
+        x = x + self.self_attn(self.layer_norm1(x))
+        return x + self.mlp(self.layer_norm2(x))
+
+
+class SiglipEmbeddings(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.patch_embedding = nn.Conv2d(3, cfg.vit_width, cfg.patch, stride=cfg.patch)
+        self.position_embedding = nn.Embedding(cfg.patches, cfg.vit_width)
+
+
+class SiglipEncoder(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.layers = nn.ModuleList(SiglipLayer(cfg) for _ in range(cfg.vit_depth))
+
+
+class Siglip(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embeddings = SiglipEmbeddings(cfg)
+        self.encoder = SiglipEncoder(cfg)
+        self.post_layernorm = LayerNorm(cfg.vit_width)
+
+    def forward(self, img, dtype):
+        """img (n, 3, S, S) float in [-1, 1] -> (n, P, vit_width). Patch conv and position add in fp32 (openpi)."""
+        e = self.embeddings
+        x = F.conv2d(img.float(), e.patch_embedding.weight.float(), e.patch_embedding.bias.float(), stride=e.patch_embedding.stride)
+        x = (x.flatten(2).transpose(1, 2) + e.position_embedding.weight.float()).to(dtype)
+        for layer in self.encoder.layers:
+            x = layer(x)
+        return self.post_layernorm(x)
+
+# -----------------------------------------------------------------------------
+# Pi0.5
+
+
+def posemb_sincos(t, dim, min_period=4e-3, max_period=4.0):
+    """Sinusoidal time embedding, sin block then cos block (pi0.py posemb_sincos). t (B,) -> (B, dim) fp32."""
+    fraction = torch.linspace(0.0, 1.0, dim // 2, dtype=torch.float64, device=t.device)
+    omega = (2 * math.pi / (min_period * (max_period / min_period) ** fraction)).float()
+    x = t.float()[:, None] * omega[None, :]
+    return torch.cat([x.sin(), x.cos()], dim=-1)
+
+
+def trim_batch(batch, bucket=32):
+    """Shape decisions made on the CPU before the batch reaches the GPU, so the step never waits on the host:
+    camera slots masked in every sample are dropped (case study section 1), and prompt slots that are padding in
+    every sample are cut, keeping a multiple of `bucket` slots so compiled code sees few shapes (bucket 0: keep all).
+    The loss is unchanged: dropped tokens are invisible to every valid token and never advance positions."""
+    batch = dict(batch)
+    keep = batch['image_mask'].any(0)
+    if not bool(keep.all()):
+        batch['images'], batch['image_mask'] = batch['images'][:, keep], batch['image_mask'][:, keep]
+    if bucket:
+        L = batch['token_mask'].shape[1]
+        used = batch['token_mask'].any(0).nonzero()
+        n = int(used.max()) + 1 if len(used) else 1
+        n = min(L, -(-n // bucket) * bucket)
+        batch['tokens'], batch['token_mask'] = batch['tokens'][:, :n], batch['token_mask'][:, :n]
+    return batch
+
+
+class Pi05(nn.Module):
+    def __init__(self, cfg, attn='eager', compute_dtype=torch.bfloat16, skip_unused=True):
+        super().__init__()
+        self.cfg, self.attn, self.compute_dtype, self.skip_unused = cfg, attn, compute_dtype, skip_unused
+        self.vision = Siglip(cfg)
+        self.projector = Linear(cfg.vit_width, cfg.width)
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
+        self.layers = nn.ModuleList(JointLayer(cfg) for _ in range(cfg.depth - 1))
+        self.layers.append(LastJointLayer(cfg) if skip_unused else JointLayer(cfg))
+        self.vlm_norm = RMSNorm(cfg.width)  # loaded and saved, unused by the action loss
+        self.expert_norm = AdaRMSNorm(cfg.expert_width, cfg.expert_width)
+        self.action_in_proj = Linear(cfg.action_dim, cfg.expert_width)
+        self.action_out_proj = Linear(cfg.expert_width, cfg.action_dim)
+        self.time_mlp_in = Linear(cfg.expert_width, cfg.expert_width)
+        self.time_mlp_out = Linear(cfg.expert_width, cfg.expert_width)
+        for p in self.unused_parameters():  # no gradient can reach them: frozen, so DDP needs no unused-param search
+            p.requires_grad_(False)
+        self.compiled = {}  # name -> compiled callable for the small graphs (compile_layers)
+        if not any(p.is_meta for p in self.parameters()):
+            self.init_weights()
+
+    def unused_parameters(self):
+        last = self.layers[-1].vlm
+        mods = [last.self_attn.q_proj, last.self_attn.o_proj, last.post_attention_layernorm, last.mlp, self.vlm_norm]
+        return [p for m in mods for p in m.parameters()]
+
+    @torch.no_grad()
+    def init_weights(self):
+        """Fresh init after openpi's JAX init: lecun-normal kernels, zero biases, RMSNorm weight 0 with the (1 + w)
+        form, adaRMS Dense zero (expert blocks start as identity), zero image projector (img/head)."""
+        for name, m in self.named_modules():
+            if isinstance(m, (Linear, nn.Conv2d)):
+                fan_in = m.weight[0].numel()
+                nn.init.trunc_normal_(m.weight, std=fan_in ** -0.5, a=-2 * fan_in ** -0.5, b=2 * fan_in ** -0.5)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, LayerNorm):
+                nn.init.ones_(m.weight), nn.init.zeros_(m.bias)
+            elif isinstance(m, RMSNorm):
+                nn.init.zeros_(m.weight)
+            elif isinstance(m, AdaRMSNorm):
+                nn.init.zeros_(m.dense.weight), nn.init.zeros_(m.dense.bias)
+        nn.init.normal_(self.vision.embeddings.position_embedding.weight, std=self.cfg.vit_width ** -0.5)
+        nn.init.normal_(self.embed_tokens.weight, std=self.cfg.width ** -0.5)
+        nn.init.zeros_(self.projector.weight)
+
+    def set_param_dtype(self, dtype):
+        """Pure-bf16 training (openpi's PyTorch trainer): cast every parameter except those openpi keeps in fp32
+        (Gemma norms incl. the adaRMS Dense, SigLIP patch/position embeddings, the four action/time heads)."""
+        keep = ('input_layernorm', 'post_attention_layernorm', 'vlm_norm', 'expert_norm', 'embeddings.',
+                'action_in_proj', 'action_out_proj', 'time_mlp_in', 'time_mlp_out')
+        for name, p in self.named_parameters():
+            if not any(k in name for k in keep):
+                p.data = p.data.to(dtype)
+        return self
+
+    # --- configuration of the fast paths ---
+
+    def set_recompute(self, recompute):
+        """'none' | 'vit' | 'full' | comma-separated fnmatch patterns over the recompute units:
+        vision.encoder.layers.N, layers.N, layers.N.attn, layers.N.vlm.mlp, layers.N.expert.mlp."""
+        patterns = {'none': [], 'vit': ['vision.encoder.layers.*'],
+                    'full': ['vision.encoder.layers.*', 'layers.*']}.get(recompute) or recompute.split(',')
+        hit = lambda name: any(fnmatch.fnmatchcase(name, p) and name.count('.') == p.count('.') for p in patterns)
+        for i, layer in enumerate(self.vision.encoder.layers):
+            layer.recompute = hit(f'vision.encoder.layers.{i}')
+        for i, layer in enumerate(self.layers):
+            layer.recompute = hit(f'layers.{i}')
+            layer.recompute_attn = hit(f'layers.{i}.attn')
+            layer.vlm.mlp.recompute = hit(f'layers.{i}.vlm.mlp')
+            layer.expert.mlp.recompute = hit(f'layers.{i}.expert.mlp')
+        return self
+
+    def compile_layers(self, vision=False, backend='inductor', mode=None):
+        """Per-layer compile: each joint layer is its own compiled unit (its backward its own autograd function, so
+        DDP all-reduces a layer's gradients while earlier layers are still in backward). Layers 0..depth-2 share one
+        graph, the last layer has its own; the time MLP + action input projection and the expert final norm + action
+        output projection are small graphs of their own. The vision tower and prefix assembly stay eager unless
+        vision=True (then each SigLIP layer is a compiled unit)."""
+        kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
+        for layer in self.layers:
+            layer.compile(**kw)
+        if vision:
+            for layer in self.vision.encoder.layers:
+                layer.compile(**kw)
+        self.compiled = {'embed_suffix': torch.compile(self.embed_suffix, **kw),
+                         'action_head': torch.compile(self.action_head, **kw)}
+        return self
+
+    def _call(self, name, *args):
+        return self.compiled.get(name, getattr(self, name))(*args)
+
+    # --- the pieces of the forward ---
+
+    def check_batch(self, batch):
+        cfg = self.cfg
+        for key in ('images', 'image_mask', 'tokens', 'token_mask'):
+            if key not in batch:
+                raise KeyError(f"batch is missing {key!r} (has {sorted(batch)})")
+        img = batch['images']
+        if img.ndim != 5 or tuple(img.shape[2:]) != (3, cfg.image_size, cfg.image_size):
+            raise ValueError(f"wrong image size: expected images (B, n_cams, 3, {cfg.image_size}, {cfg.image_size}), "
+                             f"got {tuple(img.shape)}")
+        if tuple(batch['image_mask'].shape) != tuple(img.shape[:2]):
+            raise ValueError(f"image_mask {tuple(batch['image_mask'].shape)} does not match images {tuple(img.shape[:2])}")
+        if batch['tokens'].shape[1] > cfg.max_token_len or batch['tokens'].shape != batch['token_mask'].shape:
+            raise ValueError(f"tokens {tuple(batch['tokens'].shape)} / token_mask {tuple(batch['token_mask'].shape)}: "
+                             f"expected equal shapes (B, <= {cfg.max_token_len})")
+
+    def embed_prefix(self, batch):
+        """Images of all camera slots through SigLIP in one call, then the prompt. -> (B, N*P + L, D), valid (B, N*P + L)."""
+        img = batch['images']
+        B, N = img.shape[:2]
+        img = img.flatten(0, 1)
+        img = img.float() / 255.0 * 2.0 - 1.0 if img.dtype == torch.uint8 else img  # openpi: x/255*2-1
+        x_img = self.projector(self.vision(img, self.compute_dtype)).view(B, N * self.cfg.patches, -1)
+        x_txt = (self.embed_tokens(batch['tokens']).float() * math.sqrt(self.cfg.width)).to(self.compute_dtype)
+        valid = torch.cat([batch['image_mask'].bool().repeat_interleave(self.cfg.patches, 1), batch['token_mask'].bool()], 1)
+        return torch.cat([x_img, x_txt], 1), valid
+
+    def embed_suffix(self, x_t, t):
+        """Action tokens and the adaRMS condition, fp32 as in JAX: swish after both time MLP layers."""
+        cond = F.silu(self.time_mlp_out(F.silu(self.time_mlp_in(posemb_sincos(t, self.cfg.expert_width)))))
+        return self.action_in_proj(x_t.float()).to(self.compute_dtype), cond
+
+    def action_head(self, xs, cond):
+        """Expert final adaRMSNorm (gate dropped) and action_out_proj in fp32."""
+        return self.action_out_proj(self.expert_norm(xs, cond)[0][:, -self.cfg.action_horizon:].float())
+
+    def masks(self, valid, prefix_len):
+        """Attention masks for the full layers and for the last layer (action queries only), built once per batch."""
+        H = valid.shape[1] - prefix_len
+        if self.attn == 'flex':
+            return flex_mask.block_mask(valid, prefix_len), flex_mask.block_mask(valid, prefix_len, q_start=prefix_len)
+        full = self.additive_mask(valid, prefix_len)
+        return full, (full[:, :, prefix_len:] if self.skip_unused else full)
+
+    def additive_mask(self, valid, prefix_len, q_start=0):
+        dtype = torch.float32 if self.attn == 'eager' else self.compute_dtype  # sdpa wants the query dtype
+        return flex_mask.additive_mask(valid, prefix_len, dtype, q_start)
+
+    def velocity(self, batch, x_t, t):
+        """The joint training forward: v_t (B, H, A) fp32 for noisy actions x_t at time t (B,)."""
+        self.check_batch(batch)
+        xp, valid_p = self.embed_prefix(batch)
+        B, Lp, H = xp.shape[0], xp.shape[1], x_t.shape[1]
+        valid = torch.cat([valid_p, valid_p.new_ones(B, H)], 1)
+        cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)  # padding never advances positions
+        mask, mask_last = self.masks(valid, Lp)
+        xs, cond = self._call('embed_suffix', x_t, t)
+        for i, layer in enumerate(self.layers):
+            last = i == len(self.layers) - 1
+            xp, xs = layer(xp, xs, cond, cos, sin, mask_last if last else mask, self.attn)
+        if not self.skip_unused:
+            self.vlm_norm(xp)  # the reference computes the prefix final norm too; its output feeds nothing
+        return self._call('action_head', xs, cond)
+
+    def forward(self, batch, noise=None, time=None, loss_dims=0, generator=None):
+        """Flow-matching loss. t = 0.999*Beta(1.5, 1) + 0.001, x_t = t*eps + (1-t)*a, u_t = eps - a; mean of
+        (v_t - u_t)^2 over B, H and all A dims (openpi), or over the first loss_dims dims (LeRobot)."""
+        a = batch['actions'].float()
+        if a.ndim != 3 or a.shape[1:] != (self.cfg.action_horizon, self.cfg.action_dim):
+            raise ValueError(f"actions: expected (B, {self.cfg.action_horizon}, {self.cfg.action_dim}), got {tuple(a.shape)}")
+        if noise is None:
+            noise = torch.randn(a.shape, device=a.device, generator=generator)
+        if time is None:  # Beta(1.5, 1) has CDF x^1.5, so U^(2/3) samples it exactly, on the device, no host sync
+            time = torch.rand(a.shape[0], device=a.device, generator=generator) ** (2.0 / 3.0) * 0.999 + 0.001
+        t = time[:, None, None]
+        v = self.velocity(batch, t * noise + (1 - t) * a, time)
+        err = (v - (noise - a)) ** 2
+        return (err[..., :loss_dims] if loss_dims else err).mean()
+
+    # --- inference ---
+
+    @torch.no_grad()
+    def sample_actions(self, batch, noise=None, num_steps=10, generator=None):
+        """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once."""
+        cache = self.prefix_cache(batch)
+        B = cache['valid'].shape[0]
+        x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
+                                                        device=cache['valid'].device, generator=generator)
+        dt, t = -1.0 / num_steps, torch.ones(B, device=x.device)
+        for _ in range(num_steps):
+            x = x + dt * self.denoise(cache, x, t)
+            t = t + dt
+        return x
+
+    @torch.no_grad()
+    def prefix_cache(self, batch):
+        """Prefix-only pass: per layer the post-RoPE K and V of the prefix (the last layer computes only those)."""
+        self.check_batch(batch)
+        xp, valid = self.embed_prefix(batch)
+        Lp = xp.shape[1]
+        cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
+        impl = 'eager' if self.attn == 'eager' else 'sdpa'  # inference: no BlockMask needed
+        mask = flex_mask.additive_mask(valid, Lp, torch.float32 if impl == 'eager' else self.compute_dtype)
+        kv = []
+        for i, layer in enumerate(self.layers):
+            q, k, v, _ = layer.qkv(layer.vlm, xp, cos, sin)
+            kv.append((k, v))
+            if i < len(self.layers) - 1:
+                xp = xp + layer.vlm.self_attn.o_proj(attention(q, k, v, mask, impl))
+                xp = xp + layer.vlm.mlp(layer.vlm.post_attention_layernorm(xp)[0])
+        return {'kv': kv, 'valid': valid}
+
+    @torch.no_grad()
+    def denoise(self, cache, x_t, t):
+        """Velocity from a suffix-only pass attending to the cached prefix K/V (exactly the joint forward's)."""
+        valid_p = cache['valid']
+        B, Lp, H = valid_p.shape[0], valid_p.shape[1], x_t.shape[1]
+        valid = torch.cat([valid_p, valid_p.new_ones(B, H)], 1)
+        pos = valid_p.sum(1, keepdim=True) + torch.arange(H, device=x_t.device)  # suffix positions follow the valid prefix
+        cos, sin = rope_tables(pos, self.cfg.head_dim)
+        impl = 'eager' if self.attn == 'eager' else 'sdpa'
+        mask = flex_mask.additive_mask(valid, Lp, torch.float32 if impl == 'eager' else self.compute_dtype, q_start=Lp)
+        xs, cond = self.embed_suffix(x_t, t)
+        for layer, (kp, vp) in zip(self.layers, cache['kv']):
+            q, k, v, gate = layer.qkv(layer.expert, xs, cos, sin, cond)
+            o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, impl)
+            xs = suffix_out(layer.expert, xs, o, gate, cond)
+        return self.action_head(xs, cond)
+
+    # --- accounting ---
+
+    def estimate_flops(self, batch):
+        """Model FLOPs of one training step (forward + backward, no recompute) for the tokens actually computed:
+        2*m*n*k per matmul forward, twice that backward (the patch conv needs no input gradient); attention as
+        the dense QK^T and PV products."""
+        cfg = self.cfg
+        B, N = batch['images'].shape[:2]
+        L, H, P = batch['tokens'].shape[1], cfg.action_horizon, cfg.patches
+        Tp, T = N * P + L, N * P + L + H
+        qd, kvd = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+        mm = lambda rows, k, n: 2 * rows * k * n
+        n_img, vw = B * N, cfg.vit_width
+        vit = (mm(n_img * P, vw, 4 * vw) + mm(n_img * P, vw, 2 * cfg.vit_mlp) + 2 * mm(n_img * cfg.vit_heads, P, P * vw // cfg.vit_heads)) * cfg.vit_depth
+        vit += mm(n_img * P, vw, cfg.width)  # projector
+        patch = mm(n_img * P, 3 * cfg.patch ** 2, vw)
+        def stream(rows, d, hidden, q=True, out=True):
+            return (mm(rows, d, qd) if q else 0) + mm(rows, d, 2 * kvd) + (mm(rows, qd, d) + mm(rows, d, 3 * hidden) if out else 0)
+        attn = lambda tq: 2 * mm(B * cfg.heads, tq, T * cfg.head_dim)
+        ew = cfg.expert_width
+        ada = lambda sites: sites * mm(B, ew, 3 * ew)
+        full = stream(B * Tp, cfg.width, cfg.mlp) + stream(B * H, ew, cfg.expert_mlp) + attn(T) + ada(2)
+        last = (stream(B * Tp, cfg.width, cfg.mlp, q=False, out=False) + stream(B * H, ew, cfg.expert_mlp) + attn(H) + ada(2)
+                if self.skip_unused else full)
+        heads = mm(B, ew, 2 * ew) + mm(B * H, cfg.action_dim, ew) + mm(B * H, ew, cfg.action_dim) + ada(1)
+        fwd = vit + full * (cfg.depth - 1) + last + heads
+        return 3 * fwd + 2 * patch
+
+# -----------------------------------------------------------------------------
+# checkpoints: openpi / LeRobot key names, safetensors files
+
+
+PALI = 'paligemma_with_expert.paligemma.'
+EXPERT = 'paligemma_with_expert.gemma_expert.'
+KEY_MAP = [  # (our prefix, openpi prefix); openpi keys are PI0Pytorch.state_dict() names (spec section 9.1)
+    (r'vision\.', PALI + 'model.vision_tower.vision_model.'),
+    (r'projector\.', PALI + 'model.multi_modal_projector.linear.'),
+    (r'embed_tokens\.', PALI + 'model.language_model.embed_tokens.'),
+    (r'layers\.(\d+)\.vlm\.', PALI + r'model.language_model.layers.\1.'),
+    (r'layers\.(\d+)\.expert\.', EXPERT + r'model.layers.\1.'),
+    (r'vlm_norm\.', PALI + 'model.language_model.norm.'),
+    (r'expert_norm\.', EXPERT + 'model.norm.'),
+]
+TIED_EMBED = PALI + 'lm_head.weight'          # openpi's file stores the tied token embedding under this name
+EXPERT_LM_HEAD = EXPERT + 'lm_head.weight'     # exists in openpi files, never used: ignored on load
+
+
+def to_openpi_key(k):
+    for ours, theirs in KEY_MAP:
+        if re.match(ours, k):
+            return re.sub('^' + ours, theirs, k)
+    return k
+
+
+def from_openpi_key(k):
+    for ours, theirs in KEY_MAP:
+        pattern = '^' + re.escape(theirs).replace(re.escape(r'\1'), r'(\d+)')
+        if re.match(pattern, k):
+            return re.sub(pattern, ours.replace(r'\.', '.').replace(r'(\d+)', r'\1'), k)
+    return k
+
+
+_ST_DTYPES = {'F32': torch.float32, 'BF16': torch.bfloat16, 'F16': torch.float16, 'F64': torch.float64,
+              'I64': torch.int64, 'I32': torch.int32, 'U8': torch.uint8, 'BOOL': torch.bool}
+
+
+def read_safetensors(path):
+    """Read a safetensors file into a dict of CPU tensors (the format: u64 header size, JSON header, raw bytes)."""
+    import numpy as np
+    buf = np.memmap(path, dtype=np.uint8, mode='r')
+    n = int(buf[:8].view(np.uint64)[0])
+    header = json.loads(bytes(buf[8:8 + n]))
+    out = {}
+    for name, info in header.items():
+        if name == '__metadata__':
+            continue
+        start, end = info['data_offsets']
+        raw = torch.from_numpy(np.array(buf[8 + n + start:8 + n + end]))
+        out[name] = raw.view(_ST_DTYPES[info['dtype']]).reshape(info['shape'])
+    return out
+
+
+def write_safetensors(tensors, path, metadata=None):
+    """Write atomically: a temporary file, fsync, then rename."""
+    names = {v: k for k, v in _ST_DTYPES.items()}
+    header, offset, blobs = {}, 0, []
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        data = t.view(torch.uint8).numpy().tobytes() if t.numel() else b''
+        header[name] = {'dtype': names[t.dtype], 'shape': list(t.shape), 'data_offsets': [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    if metadata:
+        header['__metadata__'] = {k: str(v) for k, v in metadata.items()}
+    h = json.dumps(header).encode()
+    h += b' ' * (-len(h) % 8)
+    tmp = f'{path}.tmp{os.getpid()}'
+    with open(tmp, 'wb') as f:
+        f.write(len(h).to_bytes(8, 'little'))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def openpi_state_dict(model, dtype=None):
+    """Our weights under openpi's key names, with the tied embedding stored as openpi stores it, and a zero expert
+    lm_head so openpi's strict load_model accepts the file."""
+    sd = {}
+    for k, v in model.state_dict().items():
+        k = to_openpi_key(k)
+        sd[TIED_EMBED if k.endswith('embed_tokens.weight') else k] = v if dtype is None else v.to(dtype)
+    sd[EXPERT_LM_HEAD] = torch.zeros(model.cfg.vocab, model.cfg.expert_width, dtype=torch.bfloat16)
+    return sd
+
+
+def save_pretrained(model, path, dtype=None):
+    """Write `model.safetensors` in openpi's key format (directory or file path)."""
+    if os.path.isdir(path) or not path.endswith('.safetensors'):
+        os.makedirs(path, exist_ok=True)
+        path = os.path.join(path, 'model.safetensors')
+    write_safetensors(openpi_state_dict(model, dtype), path)
+    return path
+
+
+def load_pretrained(model, path):
+    """Load an openpi PyTorch or LeRobot `model.safetensors` (file or directory) into model, casting to each
+    parameter's dtype. Accepts LeRobot's `model.` prefix, the tied embedding under lm_head, ignores the unused
+    expert lm_head; any other missing, unexpected or misshaped tensor is an error listing the keys."""
+    if os.path.isdir(path):
+        path = os.path.join(path, 'model.safetensors')
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    return load_openpi_state_dict(model, read_safetensors(path), source=path)
+
+
+def load_openpi_state_dict(model, sd, source='state dict'):
+    sd = {k[len('model.'):] if k.startswith('model.') else k: v for k, v in sd.items()}
+    sd.pop(EXPERT_LM_HEAD, None)
+    embed = PALI + 'model.language_model.embed_tokens.weight'
+    if embed not in sd and TIED_EMBED in sd:
+        sd[embed] = sd.pop(TIED_EMBED)
+    sd.pop(TIED_EMBED, None)
+    theirs = {from_openpi_key(k): v for k, v in sd.items()}
+    ours = model.state_dict()
+    missing = sorted(set(ours) - set(theirs))
+    unexpected = sorted(to_openpi_key(k) for k in set(theirs) - set(ours))
+    misshaped = sorted(f'{to_openpi_key(k)}: file {tuple(theirs[k].shape)} vs model {tuple(v.shape)}'
+                       for k, v in ours.items() if k in theirs and theirs[k].shape != v.shape)
+    if missing or unexpected or misshaped:
+        lines = [f'cannot load {source}:']
+        for what, keys in (('missing', [to_openpi_key(k) for k in missing]), ('unexpected', unexpected), ('misshaped', misshaped)):
+            if keys:
+                lines.append(f'  {len(keys)} {what}: ' + ', '.join(keys[:20]) + (' ...' if len(keys) > 20 else ''))
+        raise ValueError('\n'.join(lines))
+    with torch.no_grad():
+        for k, v in ours.items():
+            v.copy_(theirs[k].to(v.dtype))
+    return model
+
+
+def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, **overrides):
+    """Build Pi05 without materialising random weights twice: on the meta device, then on `device`, then either
+    loaded from init_from or freshly initialised."""
+    cfg = configs[name_or_cfg] if isinstance(name_or_cfg, str) else name_or_cfg
+    cfg = replace(cfg, **overrides)
+    with torch.device('meta'):
+        model = Pi05(cfg, attn=attn, compute_dtype=compute_dtype)
+    model.to_empty(device=device)
+    if init_from:
+        load_pretrained(model, init_from)
+    else:
+        model.init_weights()
+    return model
