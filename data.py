@@ -1,0 +1,853 @@
+"""
+Data for Pi0.5 training: dataset preparation, prompts, normalization, augmentation and the loader.
+
+Prepare a LeRobot-format dataset (v2.x or v3.0) once into flat memmaps, then train from those:
+
+    python data.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model --workers=16
+    python data.py --synthetic --out=data_cache/synthetic --episodes=200 --image_size=64
+
+Prepared format (one directory; every array is a .npy file opened with mmap_mode='r'):
+    meta.json            cameras (slot order), wrist flags, image_size, num_frames, num_episodes, state_dim,
+                         action_dim (native), fps, tasks, max_token_len, vocab_size, ...
+    stats.json           {"norm_stats": {"state"|"actions": {"mean", "std", "q01", "q99"}}}, openpi's layout
+    images_{c}.npy       uint8 (num_frames, 3, S, S) per camera c (index into meta cameras), after resize_with_pad
+    state.npy            float32 (num_frames, state_dim)
+    actions.npy          float32 (num_frames, action_dim)
+    episode_starts.npy   int64 (num_episodes + 1,) frame offsets, episode e is [starts[e], starts[e+1])
+    task_index.npy       int32 (num_frames,) index into meta tasks
+    tokens_pi05.npy      int32 (num_frames, max_token_len) "Task: ..., State: ...;\\nAction: " prompt, 0-padded
+    tokens_pi05_len.npy  int32 (num_frames,)
+    tokens_pi0.npy       int32 (num_tasks, max_token_len) "<bos>{task}" + "\\n" prompt, 0-padded
+    tokens_pi0_len.npy   int32 (num_tasks,)
+
+Prompts are tokenized at preparation time so training never needs sentencepiece. The pi05 prompt holds the
+discretized normalized state, so it is stored per frame; the pi0-style prompt (what pi05_libero uses) per task.
+
+Runtime dependencies: torch, numpy, tqdm. Preparation also needs pyarrow, pillow, av and sentencepiece.
+"""
+
+import io
+import json
+import math
+import os
+import queue
+import re
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+# -----------------------------------------------------------------------------
+# prompts (openpi src/openpi/models/tokenizer.py, PaligemmaTokenizer.tokenize)
+
+def clean_text(text):
+    return text.strip().replace("_", " ").replace("\n", " ")
+
+def discretize_state(x):
+    # 256 bins over [-1, 1]; values below -1 give -1 because quantile normalization does not clip
+    return np.digitize(x, np.linspace(-1, 1, 256 + 1)[:-1]) - 1
+
+def format_prompt(task, state=None):
+    """pi05 prompt string when a normalized, un-padded state is given, else the cleaned task."""
+    text = clean_text(task)
+    if state is None:
+        return text
+    state_str = " ".join(str(int(s)) for s in discretize_state(np.asarray(state)))
+    return f"Task: {text}, State: {state_str};\nAction: "
+
+def encode_prompt(tokenizer, task, state=None):
+    """token ids, unpadded and untruncated. tokenizer needs encode(text, add_bos=bool) -> list of ints."""
+    if state is None:  # pi0-style: the newline is tokenized on its own
+        return list(tokenizer.encode(format_prompt(task), add_bos=True)) + list(tokenizer.encode("\n", add_bos=False))
+    return list(tokenizer.encode(format_prompt(task, state), add_bos=True))
+
+def tokenize_prompt(tokenizer, task, state=None, max_len=200):
+    """(int32 ids padded with 0 to max_len, length); longer prompts are truncated with a warning."""
+    ids = encode_prompt(tokenizer, task, state)
+    if len(ids) > max_len:
+        warnings.warn(f"prompt of {len(ids)} tokens truncated to max_token_len={max_len}: {task!r}")
+        ids = ids[:max_len]
+    out = np.zeros(max_len, np.int32)
+    out[:len(ids)] = ids
+    return out, len(ids)
+
+class WordTokenizer:
+    """tiny word-level tokenizer for the synthetic data: pad 0, eos 1, bos 2 (the Gemma ids), unk 3."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+
+    def __init__(self, words):
+        self.vocab = self.specials + sorted(set(words))
+        self.ids = {w: i for i, w in enumerate(self.vocab)}
+
+    def split(self, text):
+        return re.findall(r"\n|-?\d+|[A-Za-z]+|[^\sA-Za-z\d]", text)
+
+    def encode(self, text, add_bos=False):
+        return [2] * add_bos + [self.ids.get(w, 3) for w in self.split(text)]
+
+    def decode(self, ids):
+        return " ".join(self.vocab[i] for i in ids if i > 2)
+
+def load_tokenizer(path):
+    try:
+        import sentencepiece
+    except ImportError:
+        raise ImportError("tokenizing prompts needs sentencepiece: pip install sentencepiece") from None
+    return sentencepiece.SentencePieceProcessor(model_file=str(path))
+
+# -----------------------------------------------------------------------------
+# normalization (openpi src/openpi/transforms.py Normalize/Unnormalize with use_quantiles=True)
+
+def _like(q, x):
+    return torch.as_tensor(q, dtype=x.dtype, device=x.device) if torch.is_tensor(x) else np.asarray(q, np.float32)
+
+def normalize(x, q01, q99):
+    q01, q99 = _like(q01, x), _like(q99, x)
+    return (x - q01) / (q99 - q01 + 1e-6) * 2.0 - 1.0
+
+def unnormalize(x, q01, q99):
+    """inverse of normalize on the first len(q01) dims; the remaining (padding) dims pass through."""
+    q01, q99 = _like(q01, x), _like(q99, x)
+    n = q01.shape[-1]
+    head = (x[..., :n] + 1.0) / 2.0 * (q99 - q01 + 1e-6) + q01
+    cat = torch.cat if torch.is_tensor(x) else np.concatenate
+    return cat([head, x[..., n:]], -1)
+
+def pad_to_dim(x, dim=32):
+    """zero-pad the last axis to dim (openpi PadStatesAndActions, model action_dim = 32)."""
+    n = x.shape[-1]
+    assert n <= dim, f"cannot pad {n} dims down to {dim}"
+    if torch.is_tensor(x):
+        return F.pad(x, (0, dim - n))
+    return np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, dim - n)])
+
+def compute_stats(x):
+    # exact quantiles over every frame (openpi approximates them with 5000-bin histograms,
+    # scripts/compute_norm_stats.py); actions are per frame, not per chunk as openpi flattens them
+    x = np.asarray(x, np.float64)
+    return {"mean": x.mean(0).tolist(), "std": x.std(0).tolist(),
+            "q01": np.quantile(x, 0.01, axis=0).tolist(), "q99": np.quantile(x, 0.99, axis=0).tolist()}
+
+def load_stats(data_dir):
+    """{'state'|'actions': {'mean','std','q01','q99': float32 arrays}}; accepts openpi's norm_stats.json too."""
+    with open(os.path.join(data_dir, "stats.json") if os.path.isdir(data_dir) else data_dir) as f:
+        stats = json.load(f)
+    stats = stats.get("norm_stats", stats)
+    return {k: {s: np.asarray(v, np.float32) for s, v in d.items()} for k, d in stats.items()}
+
+# -----------------------------------------------------------------------------
+# images
+
+def resize_with_pad(img, size):
+    """HWC uint8 -> size x size: longer side scaled to size, PIL bilinear, centred on black
+    (openpi_client image_tools.resize_with_pad)."""
+    from PIL import Image
+    h, w = img.shape[:2]
+    if (h, w) == (size, size):
+        return img
+    ratio = max(w / size, h / size)
+    nh, nw = int(h / ratio), int(w / ratio)
+    small = Image.fromarray(img).resize((nw, nh), resample=Image.BILINEAR)
+    canvas = Image.new(small.mode, (size, size), 0)
+    canvas.paste(small, ((size - nw) // 2, (size - nh) // 2))
+    return np.asarray(canvas)
+
+def to_model_images(images):
+    """uint8 -> float32 in [-1, 1] (openpi Observation.from_dict: x / 255 * 2 - 1)."""
+    return images.float() / 255.0 * 2.0 - 1.0
+
+def sample_augment_params(n, n_cams, generator=None, device="cpu"):
+    """independent augmentation parameters per example and camera, each (n, n_cams[, 2]).
+    draw them for the whole global batch from one seeded generator and index by sample_id, so every
+    data-parallel layout sees the same augmentation."""
+    gdev = generator.device if generator is not None else "cpu"
+    u = lambda *shape: torch.rand(*shape, generator=generator, device=gdev)
+    p = {
+        "crop_frac": torch.full((n, n_cams), 0.95, device=gdev),  # openpi models/model.py: RandomCrop(0.95 W, 0.95 H)
+        "crop_xy": u(n, n_cams, 2),                  # crop offset as a fraction of the free margin
+        "angle": (u(n, n_cams) * 2 - 1) * 5.0,       # degrees, augmax Rotate((-5, 5))
+        "brightness": 1 + (u(n, n_cams) * 2 - 1) * 0.3,  # ColorJitter(brightness=0.3, contrast=0.4, saturation=0.5)
+        "contrast": 1 + (u(n, n_cams) * 2 - 1) * 0.4,
+        "saturation": 1 + (u(n, n_cams) * 2 - 1) * 0.5,
+    }
+    return {k: v.to(device) for k, v in p.items()}
+
+def augment_images(images, wrist, params):
+    """training augmentation of openpi (models/model.py preprocess_observation, augmax), batched.
+    images: uint8 (B, N, 3, S, S) or float in [-1, 1]; wrist: N bools; params from sample_augment_params,
+    already sliced to these B examples. returns float32 in [-1, 1].
+    non-wrist cameras: crop crop_frac of the side -> resize back to S -> rotate, fused into one bilinear affine
+    warp. all cameras: brightness, contrast, saturation as openpi's PyTorch port does (preprocessing_pytorch.py):
+    always applied and no hue jitter. augmax's ColorJitter would apply it with p=0.5 and also jitter hue (0.1) in
+    HSV space; we drop both to keep the op simple and identical to the PyTorch reference."""
+    x = images.float() / 255.0 if images.dtype == torch.uint8 else (images.float() + 1.0) / 2.0
+    B, N, C, S, _ = x.shape
+    geo = [i for i in range(N) if not wrist[i]]
+    if geo:
+        g = len(geo)
+        xs = x[:, geo].reshape(B * g, C, S, S)
+        crop = torch.floor(params["crop_frac"][:, geo].reshape(-1) * S + 1e-4)  # int(0.95 * S) pixels
+        off = torch.floor(params["crop_xy"][:, geo].reshape(-1, 2) * (S - crop[:, None] + 1))
+        off = torch.minimum(off, S - crop[:, None])  # integer top-left corner, uniform in [0, S - crop]
+        scale = crop / S
+        shift = (2 * off + crop[:, None] - S) / S    # crop centre in normalized coords
+        a = torch.deg2rad(params["angle"][:, geo].reshape(-1).float())
+        cos, sin = torch.cos(a), torch.sin(a)
+        # output coords -> rotate -> resized-crop coords -> input coords, all in align_corners=False units
+        theta = torch.stack([torch.stack([scale * cos, scale * sin, shift[:, 0]], -1),
+                             torch.stack([-scale * sin, scale * cos, shift[:, 1]], -1)], 1)
+        grid = F.affine_grid(theta.to(xs.dtype), (B * g, C, S, S), align_corners=False)
+        out = F.grid_sample(xs, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        # corners rotated in from outside the crop stay black, as rotating the resized crop would leave them
+        inside = (((grid - shift[:, None, None]) / scale[:, None, None, None]).abs() <= 1 + 1e-4).all(-1)
+        out = out * inside[:, None]
+        x = x.clone()
+        x[:, geo] = out.view(B, g, C, S, S)
+    f = lambda k: params[k].to(x.dtype)[..., None, None, None]
+    x = (x * f("brightness")).clamp(0, 1)
+    mean = x.mean(dim=(-3, -2, -1), keepdim=True)
+    x = ((x - mean) * f("contrast") + mean).clamp(0, 1)
+    gray = x.mean(dim=-3, keepdim=True)
+    x = ((x - gray) * f("saturation") + gray).clamp(0, 1)
+    return x * 2.0 - 1.0
+
+# -----------------------------------------------------------------------------
+# preparation: LeRobot dataset -> prepared directory
+
+PREFIXES = ("observation.images.", "observation.")
+
+def _resolve_key(features, name, what):
+    # accept LIBERO's bare keys (image, state) and LeRobot's prefixed ones (observation.images.top, observation.state)
+    bare = name
+    for p in PREFIXES:
+        if bare.startswith(p):
+            bare = bare[len(p):]
+    for k in [name, bare] + [p + bare for p in PREFIXES]:
+        if k in features:
+            return k
+    raise KeyError(f"{what} key {name!r} not in dataset features; available: {sorted(features)}")
+
+def _image_hw(feature):
+    # image/video features store shape [H, W, C] or [C, H, W]; names say which when present
+    shape, names = list(feature["shape"]), feature.get("names") or []
+    names = [str(n).lower() for n in names] if isinstance(names, list) else []
+    if names and names[0].startswith("channel"):
+        return shape[1], shape[2]
+    if not names and shape[0] == 3 and shape[-1] != 3:
+        return shape[1], shape[2]
+    return shape[0], shape[1]
+
+def _read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+def _read_parquet_dir(path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    files = sorted(os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs if f.endswith(".parquet"))
+    if not files:
+        raise FileNotFoundError(f"no parquet files under {path}")
+    return pa.concat_tables([pq.read_table(f) for f in files]).to_pylist()
+
+def _scan_lerobot(src, cameras, state_key, action_key):
+    """read meta/ and list one job per episode. fields relied on:
+    meta/info.json: codebase_version, fps, features (dtype 'image'|'video', shape, names), data_path, video_path,
+      chunks_size (v2: chunk = episode_index // chunks_size), total_episodes.
+    v2.x: meta/tasks.jsonl {task_index, task}; meta/episodes.jsonl {episode_index, length}; one parquet per
+      episode; one mp4 per episode and camera, frame times = parquet 'timestamp'.
+    v3.0: meta/tasks.parquet (task string in column 'task' or the pandas index column, plus task_index);
+      meta/episodes/**.parquet rows with episode_index, length, data/chunk_index, data/file_index,
+      videos/{key}/chunk_index, videos/{key}/file_index, videos/{key}/from_timestamp; parquet and mp4 files
+      hold many episodes, frame times = from_timestamp + parquet 'timestamp'."""
+    import pyarrow.parquet as pq
+    with open(os.path.join(src, "meta", "info.json")) as f:
+        info = json.load(f)
+    version = str(info.get("codebase_version", ""))
+    features = info["features"]
+    cam_keys = [_resolve_key(features, c, "camera") for c in cameras]
+    for c, k in zip(cameras, cam_keys):
+        if features[k]["dtype"] not in ("image", "video"):
+            raise ValueError(f"camera {c!r} ({k}) has dtype {features[k]['dtype']!r}, expected image or video")
+    keys = {"cams": cam_keys, "state": _resolve_key(features, state_key, "state"),
+            "actions": _resolve_key(features, action_key, "action")}
+    kinds = [features[k]["dtype"] for k in cam_keys]
+    hw = [_image_hw(features[k]) for k in cam_keys]
+    fps = float(info["fps"])
+    jobs = []
+    if version.startswith("v2"):
+        rows = _read_jsonl(os.path.join(src, "meta", "tasks.jsonl"))
+        tasks = {int(r["task_index"]): r["task"] for r in rows}
+        ep_file = os.path.join(src, "meta", "episodes.jsonl")
+        eps = [int(r["episode_index"]) for r in _read_jsonl(ep_file)] if os.path.exists(ep_file) \
+            else list(range(int(info["total_episodes"])))
+        csize = int(info.get("chunks_size", 1000))
+        for e in sorted(eps):
+            fmt = dict(episode_chunk=e // csize, episode_index=e)
+            path = os.path.join(src, info["data_path"].format(**fmt))
+            videos = {k: (os.path.join(src, info["video_path"].format(video_key=k, **fmt)), 0.0)
+                      for k, kind in zip(cam_keys, kinds) if kind == "video"}
+            jobs.append(dict(episode=e, data_file=path, length=pq.read_metadata(path).num_rows, videos=videos,
+                             shared_file=False))
+    elif version.startswith("v3"):
+        rows = pq.read_table(os.path.join(src, "meta", "tasks.parquet")).to_pylist()
+        name = "task" if "task" in rows[0] else next(k for k, v in rows[0].items() if isinstance(v, str))
+        tasks = {int(r["task_index"]): r[name] for r in rows}
+        for r in sorted(_read_parquet_dir(os.path.join(src, "meta", "episodes")), key=lambda r: r["episode_index"]):
+            e = int(r["episode_index"])
+            path = os.path.join(src, info["data_path"].format(
+                chunk_index=int(r["data/chunk_index"]), file_index=int(r["data/file_index"])))
+            videos = {}
+            for k, kind in zip(cam_keys, kinds):
+                if kind == "video":
+                    vp = info["video_path"].format(video_key=k, chunk_index=int(r[f"videos/{k}/chunk_index"]),
+                                                   file_index=int(r[f"videos/{k}/file_index"]))
+                    videos[k] = (os.path.join(src, vp), float(r[f"videos/{k}/from_timestamp"]))
+            jobs.append(dict(episode=e, data_file=path, length=int(r["length"]), videos=videos, shared_file=True))
+    else:
+        raise ValueError(f"unsupported LeRobot codebase_version {version!r} in {src}/meta/info.json (need v2.x or v3.0)")
+    for j in jobs:
+        if j["length"] == 0:
+            raise ValueError(f"episode {j['episode']}: empty episode (0 frames) in {j['data_file']}")
+        j.update(keys=keys, kinds=kinds, hw=hw, fps=fps, src=src)
+    return info, tasks, jobs
+
+_table_cache = {}  # per worker process: the last parquet file read (v3 files hold many episodes)
+
+def _episode_table(job, columns):
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    path, e = job["data_file"], job["episode"]
+    if path not in _table_cache:
+        _table_cache.clear()
+        _table_cache[path] = pq.read_table(path)
+    table = _table_cache[path]
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise KeyError(f"episode {e}: columns {missing} missing from {path}; available: {table.column_names}")
+    if job["shared_file"]:
+        table = table.filter(pc.equal(table["episode_index"], e))
+    if table.num_rows == 0:
+        raise ValueError(f"episode {e}: empty episode (no rows) in {path}")
+    if table.num_rows != job["length"]:
+        raise ValueError(f"episode {e}: {table.num_rows} rows in {path}, metadata says {job['length']}")
+    if "frame_index" in table.column_names:
+        table = table.take(pc.sort_indices(table["frame_index"]))
+    return table
+
+def _vectors(table, key, e):
+    col = table[key].combine_chunks()
+    n = table.num_rows
+    vals = (col.flatten() if hasattr(col, "flatten") else col).to_numpy(zero_copy_only=False)
+    if vals.size % n:
+        raise ValueError(f"episode {e}: column {key!r} has ragged rows ({vals.size} values for {n} frames)")
+    return vals.astype(np.float32).reshape(n, -1)
+
+def _decode_image(cell, job, i, key):
+    from PIL import Image
+    e = job["episode"]
+    data = cell.get("bytes") if isinstance(cell, dict) else cell
+    if data is None and isinstance(cell, dict) and cell.get("path"):
+        p = cell["path"] if os.path.isabs(cell["path"]) else os.path.join(job["src"], cell["path"])
+        with open(p, "rb") as f:
+            data = f.read()
+    if data is None:
+        raise ValueError(f"episode {e} frame {i}: camera {key!r} has neither image bytes nor a path")
+    try:
+        img = Image.open(io.BytesIO(data))
+        img.load()
+    except Exception as err:
+        raise ValueError(f"episode {e} frame {i}: camera {key!r}: cannot decode image ({err})") from None
+    return np.asarray(img)
+
+def _check_shape(arr, job, i, key, hw):
+    if arr.shape != (hw[0], hw[1], 3):
+        raise ValueError(f"episode {job['episode']} frame {i}: camera {key!r} image has shape {arr.shape}, "
+                         f"expected {(hw[0], hw[1], 3)} from meta/info.json")
+
+def _decode_video(path, t0, times, job, key, hw, size):
+    try:
+        import av
+    except ImportError:
+        raise ImportError("decoding video needs PyAV: pip install av") from None
+    e, fps = job["episode"], job["fps"]
+    want = t0 + np.asarray(times, np.float64)
+    tol = 0.4 / fps  # nearest decoded frame must be well within one frame period
+    out = np.zeros((len(want), 3, size, size), np.uint8)
+    got = np.zeros(len(want), bool)
+    try:
+        with av.open(path) as container:
+            stream = container.streams.video[0]
+            if t0 > 0:
+                container.seek(int(t0 / stream.time_base), stream=stream, backward=True)
+            for frame in container.decode(stream):
+                if frame.pts is None:
+                    continue
+                t = float(frame.pts * stream.time_base)
+                if t > want[-1] + tol:
+                    break
+                j = int(np.argmin(np.abs(want - t)))
+                if abs(want[j] - t) <= tol and not got[j]:
+                    arr = frame.to_ndarray(format="rgb24")
+                    _check_shape(arr, job, j, key, hw)
+                    out[j] = resize_with_pad(arr, size).transpose(2, 0, 1)
+                    got[j] = True
+    except (av.error.FFmpegError, OSError) as err:
+        raise ValueError(f"episode {e}: camera {key!r}: cannot decode video {path} ({err})") from None
+    if not got.all():
+        i = int(np.flatnonzero(~got)[0])
+        raise ValueError(f"episode {e} frame {i}: camera {key!r}: no video frame at t={want[i]:.4f}s in {path} "
+                         f"({int((~got).sum())} of {len(want)} frames missing; video shorter than the parquet?)")
+    return out
+
+def _load_episode(job):
+    """decode one episode, write its images straight into the output memmaps, return its low-dim data."""
+    e, keys, size = job["episode"], job["keys"], job["image_size"]
+    cols = [keys["state"], keys["actions"], "task_index"]
+    cols += [k for k, kind in zip(keys["cams"], job["kinds"]) if kind == "image"]
+    cols += ["timestamp"] if job["videos"] else []
+    table = _episode_table(job, cols)
+    n = table.num_rows
+    state, actions = _vectors(table, keys["state"], e), _vectors(table, keys["actions"], e)
+    task = table["task_index"].to_numpy().astype(np.int64)
+    for c, (key, kind, hw) in enumerate(zip(keys["cams"], job["kinds"], job["hw"])):
+        mm = np.load(os.path.join(job["out"], f"images_{c}.npy"), mmap_mode="r+")
+        if kind == "image":
+            for i, cell in enumerate(table[key].to_pylist()):
+                arr = _decode_image(cell, job, i, key)
+                _check_shape(arr, job, i, key, hw)
+                mm[job["start"] + i] = resize_with_pad(arr, size).transpose(2, 0, 1)
+        else:
+            path, t0 = job["videos"][key]
+            mm[job["start"]:job["start"] + n] = _decode_video(path, t0, table["timestamp"].to_numpy(), job, key, hw, size)
+        mm.flush()
+        del mm
+    return job["slot"], state, actions, task
+
+def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len):
+    """write low-dim arrays, stats, both token tables and meta.json (last, so its presence means complete)."""
+    N = len(state)
+    np.save(os.path.join(out, "state.npy"), state.astype(np.float32))
+    np.save(os.path.join(out, "actions.npy"), actions.astype(np.float32))
+    np.save(os.path.join(out, "episode_starts.npy"), np.asarray(episode_starts, np.int64))
+    np.save(os.path.join(out, "task_index.npy"), np.asarray(task_index, np.int32))
+    stats = {"state": compute_stats(state), "actions": compute_stats(actions)}
+    with open(os.path.join(out, "stats.json"), "w") as f:
+        json.dump({"norm_stats": stats}, f, indent=1)
+    L, truncated = max_token_len, 0
+    def put(tok, lens, i, ids):
+        nonlocal truncated
+        truncated += len(ids) > L
+        ids = ids[:L]
+        tok[i, :len(ids)] = ids
+        lens[i] = len(ids)
+    tok0, len0 = np.zeros((len(tasks), L), np.int32), np.zeros(len(tasks), np.int32)
+    for t, task in enumerate(tasks):
+        put(tok0, len0, t, encode_prompt(tokenizer, task))
+    # pi05 prompts carry the normalized, un-padded state (tokenization runs before padding in openpi)
+    nstate = normalize(state.astype(np.float32), stats["state"]["q01"], stats["state"]["q99"])
+    tok05 = np.lib.format.open_memmap(os.path.join(out, "tokens_pi05.npy"), "w+", np.int32, (N, L))
+    len05 = np.zeros(N, np.int32)
+    for i in tqdm(range(N), desc="tokenize", unit="frame", disable=N < 10000, mininterval=1):
+        put(tok05, len05, i, encode_prompt(tokenizer, tasks[task_index[i]], nstate[i]))
+    tok05.flush()
+    del tok05
+    np.save(os.path.join(out, "tokens_pi0.npy"), tok0)
+    np.save(os.path.join(out, "tokens_pi0_len.npy"), len0)
+    np.save(os.path.join(out, "tokens_pi05_len.npy"), len05)
+    if truncated:
+        warnings.warn(f"{truncated} prompts truncated to max_token_len={L}")
+    meta.update(num_frames=N, num_episodes=len(episode_starts) - 1, state_dim=state.shape[1],
+                action_dim=actions.shape[1], tasks=list(tasks), max_token_len=L,
+                max_prompt_len_pi05=int(len05.max(initial=0)), max_prompt_len_pi0=int(len0.max(initial=0)),
+                stats="exact np.quantile over all frames of all episodes")
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    return meta
+
+def prepare(src, out, tokenizer, cameras=("image", "wrist_image"), state_key="state", action_key="actions",
+            max_token_len=200, image_size=224, workers=None):
+    """LeRobot v2.x/v3.0 dataset at src -> prepared directory out. tokenizer: SentencePiece model path or an
+    object with encode(text, add_bos). episodes decode in a process pool and stream into preallocated memmaps."""
+    try:
+        import pyarrow  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"preparing a LeRobot dataset needs pyarrow and pillow: pip install pyarrow pillow ({err})")
+    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
+    cameras = list(cameras)
+    info, tasks, jobs = _scan_lerobot(src, cameras, state_key, action_key)
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(os.path.join(out, "meta.json")):
+        os.remove(os.path.join(out, "meta.json"))  # an interrupted run must not look complete
+    lengths = np.array([j["length"] for j in jobs], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    N, S = int(starts[-1]), image_size
+    for c in range(len(cameras)):
+        np.lib.format.open_memmap(os.path.join(out, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S)).flush()
+    for k, j in enumerate(jobs):
+        j.update(slot=k, start=int(starts[k]), out=out, image_size=S)
+    state, actions, task = [None] * len(jobs), [None] * len(jobs), [None] * len(jobs)
+    workers = os.cpu_count() if workers is None else workers
+    bar = tqdm(total=N, desc="prepare", unit="frame", smoothing=0.05)
+    def collect(results):
+        for k, s, a, t in results:
+            state[k], actions[k], task[k] = s, a, t
+            bar.update(len(s))
+    if workers > 1:
+        import multiprocessing as mp
+        with mp.get_context("fork").Pool(workers) as pool:
+            collect(pool.imap_unordered(_load_episode, jobs, chunksize=1))
+    else:
+        collect(map(_load_episode, jobs))
+    bar.close()
+    for name, arrs in (("state", state), ("actions", actions)):
+        dims = {a.shape[1] for a in arrs}
+        if len(dims) != 1:
+            raise ValueError(f"{name} dimension differs between episodes: {sorted(dims)}")
+    # task indices are remapped to positions in the sorted task table
+    order = sorted(tasks)
+    remap = {ti: p for p, ti in enumerate(order)}
+    task = np.concatenate(task)
+    unknown = set(np.unique(task).tolist()) - set(remap)
+    if unknown:
+        raise ValueError(f"task_index values {sorted(unknown)} are not in the dataset's task table")
+    task = np.array([remap[t] for t in task.tolist()], np.int32)
+    meta = dict(format=1, source=os.path.abspath(src), codebase_version=info.get("codebase_version"),
+                cameras=cameras, camera_keys=jobs[0]["keys"]["cams"], wrist=["wrist" in c for c in cameras],
+                image_size=S, fps=float(info["fps"]), episode_index=[j["episode"] for j in jobs],
+                tokenizer=str(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
+                vocab_size=int(tok.get_piece_size()) if hasattr(tok, "get_piece_size") else len(tok.vocab))
+    return _finish(out, meta, np.concatenate(state), np.concatenate(actions), starts, task,
+                   [tasks[t] for t in order], tok, max_token_len)
+
+# -----------------------------------------------------------------------------
+# synthetic dataset: coloured shapes, a gripper marker, "move to the red square"
+
+COLORS = {"red": (220, 40, 40), "green": (40, 180, 60), "blue": (50, 80, 230), "yellow": (230, 210, 40)}
+SHAPES = ("square", "circle", "triangle")
+OBJ_R, STEP, WRIST_HALF, HOLD = 0.09, 0.03, 0.25, 3  # object radius, move per frame, wrist half-width, frames held closed
+
+def _inside(shape, dx, dy):
+    if shape == "square":
+        return (np.abs(dx) <= 0.8 * OBJ_R) & (np.abs(dy) <= 0.8 * OBJ_R)
+    if shape == "circle":
+        return dx * dx + dy * dy <= OBJ_R * OBJ_R
+    return (np.abs(dy) <= OBJ_R) & (np.abs(dx) <= (dy + OBJ_R) / 2)  # apex up (y grows downward)
+
+def _render(xy, objects, grip, closed):
+    """xy: (T, S, S, 2) scene coords of each pixel; returns uint8 (T, 3, S, S)."""
+    x, y = xy[..., 0], xy[..., 1]
+    img = np.full(x.shape + (3,), 100, np.uint8)
+    img[(x < 0) | (x > 1) | (y < 0) | (y > 1)] = 25  # off the table (wrist view near the edge)
+    for color, shape, px, py in objects:
+        img[_inside(shape, x - px, y - py)] = COLORS[color]
+    dx, dy = x - grip[:, 0, None, None], y - grip[:, 1, None, None]
+    cross = ((np.abs(dx) < 0.015) & (np.abs(dy) < 0.05)) | ((np.abs(dy) < 0.015) & (np.abs(dx) < 0.05))
+    img[cross & ~closed[:, None, None]] = 255
+    img[cross & closed[:, None, None]] = 0
+    return img.transpose(0, 3, 1, 2)
+
+def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32):
+    """write a small learnable dataset in the prepared format. each scene has 3 distinct (colour, shape)
+    objects on a grey table; the instruction names one ("move to the red square"); the gripper (a cross) starts
+    0.5-1.0 away and moves STEP per frame straight at it, then closes and holds for HOLD frames (20-37 frames).
+    actions (7, LIBERO-like) = [10 dx, 10 dy, 0, 0, 0, 0, grip], grip +1 from the frame that reaches the target;
+    state = [x, y, closed]. the right action needs the image (where things are) and the instruction (which one).
+    cameras: 'image' (whole table) and 'wrist_image' (zoomed view centred on the gripper).
+    per-episode objects and targets go to synthetic.json so tests can build an oracle."""
+    rng = np.random.default_rng(seed)
+    S = image_size
+    tasks = [f"move to the {c} {s}" for c in COLORS for s in SHAPES]
+    scenes = []
+    for e in range(episodes):
+        combos = rng.choice(len(COLORS) * len(SHAPES), 3, replace=False)
+        while True:  # objects apart enough not to overlap
+            pos = rng.uniform(0.15, 0.85, (3, 2))
+            if min(np.linalg.norm(pos[i] - pos[j]) for i in range(3) for j in range(i)) > 3 * OBJ_R:
+                break
+        target = int(rng.integers(3))
+        while True:  # start far enough for a real trajectory
+            g = rng.uniform(0.05, 0.95, 2)
+            if 0.5 <= np.linalg.norm(pos[target] - g) <= 1.0:
+                break
+        objects = [(list(COLORS)[k // len(SHAPES)], SHAPES[k % len(SHAPES)], *p) for k, p in zip(combos, pos)]
+        length = int(math.ceil(np.linalg.norm(pos[target] - g) / STEP)) + HOLD
+        scenes.append((objects, target, g, length))
+    lengths = np.array([sc[3] for sc in scenes], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    N = int(starts[-1])
+    os.makedirs(out_dir, exist_ok=True)
+    ims = [np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S))
+           for c in range(2)]
+    state, actions = np.zeros((N, 3), np.float32), np.zeros((N, 7), np.float32)
+    task_index = np.zeros(N, np.int32)
+    pix = (np.arange(S) + 0.5) / S
+    full = np.stack(np.meshgrid(pix, pix, indexing="xy"), -1)  # (S, S, 2) as (x, y)
+    info = []
+    for e, (objects, target, g, T) in enumerate(scenes):
+        s0, p = int(starts[e]), np.array(objects[target][2:])
+        grip, closed, was_closed = np.zeros((T, 2)), np.zeros(T, bool), False
+        for t in range(T):
+            d = p - g
+            dist = np.linalg.norm(d)
+            move = d if dist <= STEP else d / dist * STEP
+            grip[t], closed[t] = g, was_closed
+            state[s0 + t] = [g[0], g[1], 1.0 if was_closed else -1.0]
+            was_closed = was_closed or dist <= STEP  # this step reaches the target
+            actions[s0 + t] = [move[0] * 10, move[1] * 10, 0, 0, 0, 0, 1.0 if was_closed else -1.0]
+            g = g + move
+        task_index[s0:s0 + T] = tasks.index(f"move to the {objects[target][0]} {objects[target][1]}")
+        ims[0][s0:s0 + T] = _render(np.broadcast_to(full, (T, S, S, 2)), objects, grip, closed)
+        local = (full - 0.5) * 2 * WRIST_HALF  # wrist camera: zoomed view centred on the gripper
+        ims[1][s0:s0 + T] = _render(local[None] + grip[:, None, None], objects, grip, closed)
+        info.append({"objects": [[c, s, float(x), float(y)] for c, s, x, y in objects], "target": target})
+    for m in ims:
+        m.flush()
+    del ims
+    with open(os.path.join(out_dir, "synthetic.json"), "w") as f:
+        json.dump({"episodes": info, "step": STEP, "action_scale": 10}, f)
+    words = ["Task", "State", "Action", ":", ",", ";", "\n"] + [str(i) for i in range(-1, 256)]
+    words += [w for t in tasks for w in t.split()]
+    tok = WordTokenizer(words)
+    meta = dict(format=1, source="synthetic", cameras=["image", "wrist_image"], wrist=[False, True],
+                image_size=S, fps=10.0, tokenizer="words", vocab=tok.vocab, vocab_size=len(tok.vocab), seed=seed)
+    return _finish(out_dir, meta, state, actions, starts, task_index, tasks, tok, max_token_len)
+
+# -----------------------------------------------------------------------------
+# loader
+
+def split_episodes(num_episodes, val_fraction=0.05, val_episodes=None):
+    """(train, val) episode positions. val_episodes: a count or a list; else round(val_fraction * E),
+    at least 1 when val_fraction > 0. held-out episodes are evenly spaced, so every part of the dataset
+    (LIBERO is ordered by suite) is represented; independent of the training seed."""
+    E = num_episodes
+    if val_episodes is None:
+        n = int(round(val_fraction * E))
+        val_episodes = max(1, n) if val_fraction > 0 and E > 1 else n
+    if isinstance(val_episodes, int):
+        assert 0 <= val_episodes < E, f"val_episodes={val_episodes} must be in [0, {E})"
+        val = np.floor((np.arange(val_episodes) + 0.5) * E / max(val_episodes, 1)).astype(np.int64)
+    else:
+        val = np.unique(np.asarray(val_episodes, np.int64))
+    train = np.setdiff1d(np.arange(E), val)
+    return train, val
+
+class Loader:
+    """deterministic batches as a pure function of (seed, step), sharded over ranks, prefetched by a thread.
+
+    sample order: the train frames form an endless stream, epoch after epoch, each epoch a permutation drawn from
+    np.random.default_rng([seed, epoch]). step s takes stream positions [s*G, (s+1)*G), G = micro_batch *
+    grad_accum * world_size, so a step may straddle two epochs (the tail of one permutation and the head of the
+    next): nothing is dropped and every frame appears once per epoch. position j of the step is its sample_id;
+    rank r, micro-step m gets sample_ids [(r*grad_accum + m)*B, +B). the checkpointed position is just the step.
+
+    next() returns grad_accum micro-batch dicts of CPU tensors (pinned when pin_memory and CUDA):
+      images uint8 (B, n_slots, 3, S, S), image_mask bool (B, n_slots), tokens int64 (B, L), token_mask bool (B, L),
+      state float32 (B, action_dim) normalized and zero-padded, actions float32 (B, H, action_dim) normalized and
+      zero-padded, action_mask bool (B, H) (False past the episode end, where the last action repeats as LeRobot
+      clamps), sample_id int64 (B,).
+    """
+
+    def __init__(self, data_dir, split="train", micro_batch=32, grad_accum=1, rank=0, world_size=1, seed=0,
+                 horizon=10, action_dim=32, prompt_format="pi05", camera_slots=None, val_fraction=0.05,
+                 val_episodes=None, prefetch=2, pin_memory=True, start_step=0, token_len=None):
+        assert prompt_format in ("pi05", "pi0"), prompt_format
+        assert 0 <= rank < world_size, (rank, world_size)
+        with open(os.path.join(data_dir, "meta.json")) as f:
+            self.meta = meta = json.load(f)
+        self.stats = load_stats(data_dir)
+        load = lambda name: np.load(os.path.join(data_dir, name), mmap_mode="r")
+        self.images = [load(f"images_{c}.npy") for c in range(len(meta["cameras"]))]
+        self.state, self.actions = load("state.npy"), load("actions.npy")
+        self.task_index = load("task_index.npy")
+        starts = np.load(os.path.join(data_dir, "episode_starts.npy"))
+        if prompt_format == "pi05":
+            self.tokens, self.token_lens = load("tokens_pi05.npy"), np.load(os.path.join(data_dir, "tokens_pi05_len.npy"))
+        else:
+            self.tokens, self.token_lens = load("tokens_pi0.npy"), np.load(os.path.join(data_dir, "tokens_pi0_len.npy"))
+        n_cams = len(self.images)
+        self.camera_slots = camera_slots or n_cams
+        assert self.camera_slots >= n_cams, f"camera_slots={camera_slots} < {n_cams} cameras in the dataset"
+        # extra slots are empty and masked (openpi LiberoInputs: right_wrist_0_rgb = zeros, mask False)
+        self.wrist = list(meta["wrist"]) + [True] * (self.camera_slots - n_cams)
+        assert action_dim >= meta["action_dim"] and action_dim >= meta["state_dim"], "action_dim below native dims"
+        self.token_len = token_len or meta["max_token_len"]
+        longest = int(self.token_lens.max(initial=0))
+        if self.token_len < longest:
+            warnings.warn(f"token_len={self.token_len} cuts prompts of up to {longest} tokens")
+        lengths = np.diff(starts)
+        self.ep_end = np.repeat(starts[1:], lengths)  # per frame: one past its episode's last frame
+        train, val = split_episodes(len(lengths), val_fraction, val_episodes)
+        eps = {"train": train, "val": val, "all": np.arange(len(lengths))}[split]
+        self.frames = np.concatenate([np.arange(starts[e], starts[e + 1]) for e in eps]) if len(eps) else np.zeros(0, np.int64)
+        assert len(self.frames), f"split {split!r} has no frames"
+        self.episodes = eps
+        self.B, self.grad_accum, self.rank, self.world_size = micro_batch, grad_accum, rank, world_size
+        self.global_batch = micro_batch * grad_accum * world_size
+        self.seed, self.horizon, self.action_dim, self.prompt_format = seed, horizon, action_dim, prompt_format
+        self.pin = pin_memory and torch.cuda.is_available()
+        self.prefetch = prefetch
+        self._perms = {}
+        self.wait_time, self.last_wait = 0.0, 0.0
+        self.step = start_step
+        self._thread = None
+        self._start()
+
+    # --- pure functions of (seed, step)
+    def _perm(self, epoch):
+        if epoch not in self._perms:
+            if len(self._perms) > 2:
+                self._perms.pop(min(self._perms))
+            self._perms[epoch] = np.random.default_rng([self.seed, epoch]).permutation(len(self.frames))
+        return self._perms[epoch]
+
+    def indices(self, step):
+        """frame indices of the whole global batch of step (position j = sample_id j)."""
+        pos = step * self.global_batch + np.arange(self.global_batch, dtype=np.int64)
+        epoch, off = pos // len(self.frames), pos % len(self.frames)
+        idx = np.empty_like(pos)
+        for ep in np.unique(epoch):
+            sel = epoch == ep
+            idx[sel] = self.frames[self._perm(int(ep))[off[sel]]]
+        return idx
+
+    def get(self, step):
+        """this rank's grad_accum micro-batches of step, without touching the iteration position."""
+        idx = self.indices(step)
+        out = []
+        for m in range(self.grad_accum):
+            j0 = (self.rank * self.grad_accum + m) * self.B
+            out.append(self._gather(idx[j0:j0 + self.B], np.arange(j0, j0 + self.B)))
+        return out
+
+    def _gather(self, idx, sample_id):
+        B, S, n_cams = len(idx), self.meta["image_size"], len(self.images)
+        images = np.zeros((B, self.camera_slots, 3, S, S), np.uint8)
+        order = np.argsort(idx, kind="stable")  # read the memmaps in file order
+        for c, mm in enumerate(self.images):
+            images[order, c] = mm[idx[order]]
+        image_mask = np.zeros((B, self.camera_slots), bool)
+        image_mask[:, :n_cams] = True
+        # action chunk: frames t..t+H-1, clamped to the episode's last frame (LeRobot delta_timestamps k/fps)
+        chunk = idx[:, None] + np.arange(self.horizon)
+        end = self.ep_end[idx][:, None]
+        action_mask = chunk < end
+        chunk = np.minimum(chunk, end - 1)
+        a, s = self.stats["actions"], self.stats["state"]
+        actions = pad_to_dim(normalize(self.actions[chunk], a["q01"], a["q99"]), self.action_dim)
+        state = pad_to_dim(normalize(self.state[idx], s["q01"], s["q99"]), self.action_dim)
+        rows = idx if self.prompt_format == "pi05" else self.task_index[idx]
+        L, Ls = self.token_len, self.tokens.shape[1]
+        tokens = np.zeros((B, L), np.int64)
+        tokens[:, :min(L, Ls)] = self.tokens[rows][:, :L]
+        token_mask = np.arange(L)[None] < self.token_lens[rows][:, None]
+        batch = dict(images=images, image_mask=image_mask, tokens=tokens, token_mask=token_mask,
+                     state=state.astype(np.float32), actions=actions.astype(np.float32), action_mask=action_mask,
+                     sample_id=np.asarray(sample_id, np.int64))
+        batch = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
+        return {k: v.pin_memory() for k, v in batch.items()} if self.pin else batch
+
+    # --- iteration with a prefetch thread
+    def _start(self):
+        if self.prefetch <= 0:
+            return
+        self._queue, self._stop = queue.Queue(self.prefetch), threading.Event()
+        self._thread = threading.Thread(target=self._produce, args=(self.step, self._queue, self._stop), daemon=True)
+        self._thread.start()
+
+    def _produce(self, step, q, stop):
+        while not stop.is_set():
+            try:
+                item = self.get(step)
+            except BaseException as err:  # hand the error to the consumer
+                item = err
+            while not stop.is_set():
+                try:
+                    q.put((step, item), timeout=0.1)
+                    break
+                except queue.Full:
+                    pass
+            if isinstance(item, BaseException):
+                return
+            step += 1
+
+    def close(self):
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def seek(self, step):
+        self.close()
+        self.step = step
+        self._start()
+
+    def state_dict(self):
+        return {"step": self.step}
+
+    def load_state_dict(self, state):
+        self.seek(int(state["step"]))
+
+    def next(self):
+        t0 = time.perf_counter()
+        if self._thread is None:
+            batches = self.get(self.step)
+        else:
+            step, batches = self._queue.get()
+            if isinstance(batches, BaseException):
+                raise batches
+            assert step == self.step, (step, self.step)
+        self.last_wait = time.perf_counter() - t0  # time the trainer spent waiting for data
+        self.wait_time += self.last_wait
+        self.step += 1
+        return batches
+
+    __next__ = next
+
+    def __iter__(self):
+        return self
+
+    def unnormalize_actions(self, actions):
+        """model output (..., action_dim) -> native action units (..., native action_dim)."""
+        a = self.stats["actions"]
+        return unnormalize(actions, a["q01"], a["q99"])[..., :len(a["q01"])]
+
+# -----------------------------------------------------------------------------
+
+def main(argv):
+    import argparse
+    p = argparse.ArgumentParser(description="prepare a LeRobot dataset (or a synthetic one) for training")
+    p.add_argument("--src", help="LeRobot dataset root (with meta/info.json)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--tokenizer", help="SentencePiece model file (PaliGemma tokenizer)")
+    p.add_argument("--cameras", default="image,wrist_image", help="comma-separated camera keys, in slot order")
+    p.add_argument("--state_key", default="state")
+    p.add_argument("--action_key", default="actions")
+    p.add_argument("--max_token_len", type=int, default=None, help="200 for real data (pi05), 32 for synthetic")
+    p.add_argument("--image_size", type=int, default=None, help="224 for real data, 64 for synthetic")
+    p.add_argument("--workers", type=int, default=os.cpu_count())
+    p.add_argument("--synthetic", action="store_true", help="write the synthetic shapes dataset instead")
+    p.add_argument("--episodes", type=int, default=200, help="synthetic: number of episodes")
+    p.add_argument("--seed", type=int, default=0, help="synthetic: seed")
+    args = p.parse_args(argv)
+    t0 = time.time()
+    if args.synthetic:
+        meta = make_synthetic(args.out, episodes=args.episodes, image_size=args.image_size or 64, seed=args.seed,
+                              max_token_len=args.max_token_len or 32)
+    else:
+        if not (args.src and args.tokenizer):
+            p.error("--src and --tokenizer are required unless --synthetic")
+        meta = prepare(args.src, args.out, args.tokenizer, cameras=args.cameras.split(","), state_key=args.state_key,
+                       action_key=args.action_key, max_token_len=args.max_token_len or 200,
+                       image_size=args.image_size or 224, workers=args.workers)
+    print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, cameras {meta['cameras']}, "
+          f"{len(meta['tasks'])} tasks, longest prompt pi05 {meta['max_prompt_len_pi05']} / pi0 "
+          f"{meta['max_prompt_len_pi0']} tokens, {time.time() - t0:.1f}s")
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

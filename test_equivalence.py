@@ -1,0 +1,394 @@
+"""
+Proof that every fast path computes the same function as the reference path (tiny configs, CPU, fp32), plus the
+numerics and checkpoint contracts of model.py. GPU-only checks live in TestGPU. Run: python -m pytest -q
+"""
+import math
+import os
+from dataclasses import replace
+
+import pytest
+import torch
+
+import flex_mask
+import model as M
+
+torch.set_num_threads(2)
+CFG = M.configs['tiny']
+
+
+def make_batch(cfg=CFG, B=3, n_cams=3, L=None, seed=0, masked_cam=2, lens=(5, 9, 3)):
+    """Images with a camera slot masked in every sample, prompts of different lengths padded to L slots."""
+    g = torch.Generator().manual_seed(seed)
+    L = L or cfg.max_token_len
+    image_mask = torch.ones(B, n_cams, dtype=torch.bool)
+    if masked_cam is not None:
+        image_mask[:, masked_cam] = False
+    image_mask[0, 1] = False  # one sample also lacks a camera that others have: padding inside a kept slot
+    lens = torch.tensor([lens[i % len(lens)] for i in range(B)])
+    return dict(images=torch.randint(0, 256, (B, n_cams, 3, cfg.image_size, cfg.image_size), dtype=torch.uint8, generator=g),
+                image_mask=image_mask,
+                tokens=torch.randint(1, cfg.vocab, (B, L), generator=g) * (torch.arange(L)[None] < lens[:, None]),
+                token_mask=torch.arange(L)[None] < lens[:, None],
+                actions=torch.randn(B, cfg.action_horizon, cfg.action_dim, generator=g))
+
+
+def make_model(cfg=CFG, seed=0, **kw):
+    """fp32 model with every parameter randomised (fresh init zeroes adaRMS and the projector, hiding bugs)."""
+    torch.manual_seed(seed)
+    m = M.Pi05(cfg, compute_dtype=torch.float32, **kw)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    return m
+
+
+def noise_time(cfg=CFG, B=3, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(B, cfg.action_horizon, cfg.action_dim, generator=g), torch.rand(B, generator=g)
+
+
+def loss_and_grads(m, batch, noise, time, **kw):
+    m.zero_grad(set_to_none=True)
+    loss = m(batch, noise, time, **kw)
+    loss.backward()
+    return loss.detach(), {n: (p.grad if p.grad is not None else torch.zeros_like(p)) for n, p in m.named_parameters()}
+
+
+def assert_close(a, b, what, rtol=1e-5, atol=1e-7):
+    d = (a - b).abs()
+    scale = b.abs().max().clamp_min(1e-30)
+    ok = bool((d <= atol + rtol * b.abs()).all()) or float(d.max() / scale) <= rtol
+    assert ok, f"{what}: max diff {d.max():.3e} mean diff {d.mean():.3e} (max |ref| {scale:.3e})"
+
+
+def assert_same_function(ref, fast, what, rtol=1e-5):
+    (l0, g0), (l1, g1) = ref, fast
+    assert_close(l1, l0, f"{what} loss", rtol)
+    assert set(g0) == set(g1)
+    nonzero, gmax = 0, max(float(g.abs().max()) for g in g0.values())
+    for n in g0:  # atol relative to the largest gradient: some gradients are exactly zero in theory (k bias)
+        assert_close(g1[n], g0[n], f"{what} grad {n}", rtol, atol=rtol * 0.1 * gmax)
+        nonzero += bool(g0[n].abs().sum() > 0)
+    assert nonzero > len(g0) // 2, f"{what}: only {nonzero}/{len(g0)} gradients are non-zero; the test would be vacuous"
+
+# -----------------------------------------------------------------------------
+# masks
+
+
+def random_valid(B, n_cams, P, L, H, seed):
+    g = torch.Generator().manual_seed(seed)
+    cams = torch.rand(B, n_cams, generator=g) > 0.3
+    lens = torch.randint(0, L + 1, (B,), generator=g)
+    text = torch.arange(L)[None] < lens[:, None]
+    return torch.cat([cams.repeat_interleave(P, 1), text, torch.ones(B, H, dtype=torch.bool)], 1)
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_flex_mask_matches_dense_reference(seed):
+    from torch.nn.attention.flex_attention import create_mask
+    B, n_cams, P, L, H = 4, 3, 40, 70, 17  # T = 207: crosses 128-token tiles
+    valid = random_valid(B, n_cams, P, L, H, seed)
+    prefix = n_cams * P + L
+    ref = flex_mask.dense_reference(valid, flex_mask.pi05_ar(prefix, H).expand(B, -1))
+    mm = flex_mask.mask_mod_for(valid, prefix)
+    got = create_mask(mm, B, 1, valid.shape[1], valid.shape[1], device='cpu')[:, 0]
+    assert torch.equal(got, ref), f"{(got != ref).sum()} of {ref.numel()} mask elements differ"
+    assert torch.equal(flex_mask.dense_mask(valid, prefix), ref)
+    # the suffix-only mask used by the last layer is the reference's action rows
+    got_last = create_mask(flex_mask.mask_mod_for(valid, prefix, prefix), B, 1, H, valid.shape[1], device='cpu')[:, 0]
+    assert torch.equal(got_last, ref[:, prefix:])
+
+
+def test_block_mask_skips_fully_masked_tiles():
+    B, n_cams, P, L, H = 2, 2, 64, 192, 50  # prefix 320 tokens
+    valid = random_valid(B, n_cams, P, L, H, 0)
+    valid[:, :P] = True
+    valid[:, P:2 * P] = False  # a fully masked camera
+    bm = flex_mask.block_mask(valid, n_cams * P + L, block_size=32)
+    dense_tiles = bm.to_dense()  # (B, 1, q tiles, kv tiles): 1 where a tile is computed
+    ref = flex_mask.dense_mask(valid, n_cams * P + L)
+    T = valid.shape[1]
+    tiles = torch.nn.functional.pad(ref, (0, -T % 32, 0, -T % 32)).unflatten(1, (-1, 32)).unflatten(3, (-1, 32)).any(4).any(2)
+    assert torch.equal(dense_tiles[:, 0].bool(), tiles), "BlockMask computes tiles that are fully masked (or skips live ones)"
+    assert tiles.float().mean() < 0.8, "the layout should have fully masked tiles to skip"
+
+
+def test_flex_attention_applies_dense_mask():
+    """Forward of flex attention (CPU supports no flex backward) against explicit masked softmax."""
+    B, T, Dh = 2, 150, 16
+    valid = random_valid(B, 2, 30, 40, 50, 3)
+    prefix = 100
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(B, T, 4, Dh, generator=g), torch.randn(B, T, 1, Dh, generator=g), torch.randn(B, T, 1, Dh, generator=g)
+    ref = M.attention(q, k, v, flex_mask.additive_mask(valid, prefix, torch.float32), 'eager')
+    got = M.attention(q, k, v, flex_mask.block_mask(valid, prefix), 'flex')
+    rows = valid[:, :, None].expand_as(ref)  # fully masked (padding) query rows are never read
+    assert_close(got[rows], ref[rows], 'flex attention output')
+
+# -----------------------------------------------------------------------------
+# fast paths == reference
+
+
+def test_sdpa_matches_eager_loss_and_grads():
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    ref = loss_and_grads(m, b, n, t)
+    m.attn = 'sdpa'
+    assert_same_function(ref, loss_and_grads(m, b, n, t), 'sdpa vs eager')
+
+
+def test_flex_matches_eager_loss():
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    with torch.no_grad():
+        ref = m(b, n, t)
+        m.attn = 'flex'
+        got = m(b, n, t)
+    assert_close(got, ref, 'flex vs eager loss')
+
+
+def test_pruned_matches_padded():
+    """2 camera slots and a trimmed prompt == 3 slots (one masked in every sample) and 200 prompt slots."""
+    cfg = replace(CFG, max_token_len=200)
+    m, b, (n, t) = make_model(cfg), make_batch(cfg, L=200), noise_time(cfg)
+    ref = loss_and_grads(m, b, n, t)
+    tb = M.trim_batch(b, bucket=8)
+    assert tb['images'].shape[1] == 2 and tb['tokens'].shape[1] == 16, (tb['images'].shape, tb['tokens'].shape)
+    assert_same_function(ref, loss_and_grads(m, tb, n, t), 'pruned vs padded')
+
+
+def test_trim_batch_keeps_partially_masked_slots_and_buckets():
+    b = make_batch(L=24, masked_cam=None)
+    tb = M.trim_batch(b, bucket=4)
+    assert tb['images'].shape[1] == 3  # slot 1 is masked only in sample 0: kept
+    assert tb['tokens'].shape[1] == 12  # longest prompt 9 -> bucket of 4
+    assert M.trim_batch(b, bucket=0)['tokens'].shape[1] == 24
+
+
+def test_skipping_last_layer_prefix_work_matches_full():
+    full = make_model(skip_unused=False)
+    fast = M.Pi05(CFG, compute_dtype=torch.float32)
+    fast.load_state_dict(full.state_dict())
+    b, (n, t) = make_batch(), noise_time()
+    assert_same_function(loss_and_grads(full, b, n, t), loss_and_grads(fast, b, n, t), 'last-layer skip vs full')
+    # the skipped parameters get no gradient in the full computation either (so freezing them changes nothing)
+    full.zero_grad()
+    for p in full.unused_parameters():
+        p.requires_grad_(True)
+    full(b, n, t).backward()
+    for p in full.unused_parameters():
+        assert p.grad is None or p.grad.abs().max() == 0
+
+
+@pytest.mark.parametrize('recompute', ['vit', 'full', 'layers.*.attn,layers.*.vlm.mlp,layers.*.expert.mlp'])
+def test_recompute_matches_no_recompute(recompute):
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    ref = loss_and_grads(m, b, n, t)
+    m.set_recompute(recompute)
+    assert any(getattr(x, 'recompute', False) or getattr(x, 'recompute_attn', False) for x in m.modules())
+    assert_same_function(ref, loss_and_grads(m, b, n, t), f'recompute={recompute}')
+
+
+def test_per_layer_compile_matches_eager_without_recompiles():
+    from torch._dynamo.utils import counters
+    import torch._dynamo
+    cfg = replace(CFG, depth=18)
+    m, b, (n, t) = make_model(cfg), make_batch(cfg), noise_time(cfg)
+    ref = loss_and_grads(m, b, n, t)
+    torch._dynamo.reset()
+    counters.clear()
+    m.compile_layers(backend='aot_eager', vision=True)
+    got = loss_and_grads(m, b, n, t)
+    assert_same_function(ref, got, 'per-layer compiled vs eager')
+    graphs = counters['stats']['unique_graphs']
+    # joint layers 0..16, the last joint layer, one SigLIP layer, the time MLP and the action head: 5 graphs
+    assert graphs == 5, f"expected 5 compiled graphs for 18 joint + 2 SigLIP layers, got {graphs}: {dict(counters['stats'])}"
+    assert not counters['graph_break'], f"graph breaks: {dict(counters['graph_break'])}"
+    assert not counters['recompiles'], f"recompiles: {dict(counters['recompiles'])}"
+    loss_and_grads(m, make_batch(cfg, seed=5), n, t)  # a new batch of the same shapes compiles nothing
+    assert counters['stats']['unique_graphs'] == graphs and not counters['recompiles']
+
+# -----------------------------------------------------------------------------
+# inference
+
+
+def test_sample_actions_kv_cache_matches_joint_forward():
+    m, b = make_model(), make_batch()
+    cache = m.prefix_cache(b)
+    for seed in range(3):
+        x, t = noise_time(seed=seed)
+        with torch.no_grad():
+            ref = m.velocity(b, x, t)
+        assert_close(m.denoise(cache, x, t), ref, f'KV-cache velocity (seed {seed})')
+    # 10 Euler steps from t = 1 with dt = -0.1 using the joint forward
+    x0, _ = noise_time(seed=9)
+    x, t = x0.clone(), torch.ones(3)
+    with torch.no_grad():
+        for _ in range(10):
+            x = x + -0.1 * m.velocity(b, x, t)
+            t = t - 0.1
+    assert_close(m.sample_actions(b, noise=x0), x, 'sample_actions vs Euler on the joint forward')
+
+# -----------------------------------------------------------------------------
+# numerics of the building blocks
+
+
+def test_rope_matches_complex_rotation():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 7, 3, 16, generator=g)
+    pos = torch.tensor([[0, 1, 2, 2, 3, 10, 999]] * 2)
+    cos, sin = M.rope_tables(pos, 16)
+    got = M.apply_rope(x, cos, sin)
+    freq = 1.0 / 10000 ** (torch.arange(8, dtype=torch.float64) * 2 / 16)
+    ang = pos.double()[..., None, None] * freq
+    z = torch.complex(x[..., :8].double(), x[..., 8:].double()) * torch.exp(1j * ang)
+    ref = torch.cat([z.real, z.imag], -1).float()
+    assert_close(got, ref, 'rotate-half RoPE', rtol=1e-4)
+
+
+def test_time_embedding_is_sin_then_cos():
+    t = torch.tensor([0.0, 0.3, 1.0])
+    e = M.posemb_sincos(t, 8)
+    period = 4e-3 * (4.0 / 4e-3) ** torch.linspace(0, 1, 4, dtype=torch.float64)
+    arg = t.double()[:, None] * 2 * math.pi / period
+    # JAX forms the fp32 product t * omega, so the angle carries fp32 rounding (~1e-4 rad at omega = 1571)
+    assert_close(e, torch.cat([arg.sin(), arg.cos()], -1).float(), 'posemb_sincos', rtol=2e-4)
+    assert not torch.allclose(e, torch.cat([arg.cos(), arg.sin()], -1).float(), atol=1e-2), 'cos block first'
+
+
+def test_norms_follow_openpi():
+    x = torch.randn(2, 3, 8)
+    rms = M.RMSNorm(8)
+    with torch.no_grad():
+        rms.weight.fill_(0.5)
+    ref = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * 1.5
+    assert_close(rms(x)[0], ref, 'RMSNorm (1 + w)')
+    ada = M.AdaRMSNorm(8, 4)
+    with torch.no_grad():
+        ada.dense.weight.zero_()
+        ada.dense.bias.copy_(torch.cat([torch.full((8,), 1.0), torch.full((8,), 2.0), torch.full((8,), 3.0)]))
+    y, gate = ada(x, torch.randn(2, 4))
+    n = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    assert_close(y, n * 2 + 2, 'adaRMS scale, shift order')
+    assert torch.all(gate == 3), 'adaRMS gate must be the raw third chunk'
+
+
+def test_loss_dims_option():
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    with torch.no_grad():
+        x_t = t[:, None, None] * n + (1 - t[:, None, None]) * b['actions']
+        err = (m.velocity(b, x_t, t) - (n - b['actions'])) ** 2
+        assert_close(m(b, n, t), err.mean(), 'loss over all 32 dims')
+        assert_close(m(b, n, t, loss_dims=7), err[..., :7].mean(), 'loss over the real dims')
+
+
+def test_uint8_and_float_images_agree():
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    bf = dict(b, images=b['images'].float() / 255 * 2 - 1)
+    with torch.no_grad():
+        assert_close(m(bf, n, t), m(b, n, t), 'float [-1, 1] vs uint8 images')
+
+
+def test_bad_input_errors():
+    m, b = make_model(), make_batch()
+    with pytest.raises(ValueError, match='wrong image size'):
+        m(dict(b, images=b['images'][..., :20, :20]))
+    with pytest.raises(KeyError, match='token_mask'):
+        m({k: v for k, v in b.items() if k != 'token_mask'})
+    with pytest.raises(ValueError, match='actions'):
+        m(dict(b, actions=b['actions'][:, :2]))
+
+# -----------------------------------------------------------------------------
+# checkpoints
+
+
+def test_checkpoint_round_trip(tmp_path):
+    m = make_model()
+    path = M.save_pretrained(m, str(tmp_path / 'ckpt'))
+    sd = M.read_safetensors(path)
+    assert M.TIED_EMBED in sd and M.EXPERT_LM_HEAD in sd, 'openpi stores the embedding as lm_head and needs the expert lm_head'
+    assert 'paligemma_with_expert.paligemma.model.language_model.layers.0.self_attn.q_proj.weight' in sd
+    assert 'paligemma_with_expert.gemma_expert.model.layers.2.input_layernorm.dense.bias' in sd
+    assert 'paligemma_with_expert.paligemma.model.vision_tower.vision_model.encoder.layers.1.mlp.fc2.weight' in sd
+    assert 'action_in_proj.weight' in sd and not any('embed_tokens' in k for k in sd)
+    m2 = M.build('tiny', compute_dtype=torch.float32, init_from=str(tmp_path / 'ckpt'))
+    for k, v in m.state_dict().items():
+        assert torch.equal(v, m2.state_dict()[k]), k
+    try:
+        import safetensors.torch
+    except ImportError:
+        return
+    other = safetensors.torch.load_file(path)  # the reference reader agrees with ours
+    assert set(other) == set(sd) and all(torch.equal(other[k], sd[k]) for k in sd)
+
+
+def test_load_lerobot_prefixed_bf16_file(tmp_path):
+    m = make_model()
+    sd = {'model.' + k: v.to(torch.bfloat16) for k, v in M.openpi_state_dict(m).items()}
+    sd['model.paligemma_with_expert.paligemma.model.language_model.embed_tokens.weight'] = sd.pop('model.' + M.TIED_EMBED)
+    M.write_safetensors(sd, str(tmp_path / 'model.safetensors'))
+    m2 = M.build('tiny', compute_dtype=torch.float32, init_from=str(tmp_path))
+    for k, v in m.state_dict().items():
+        assert torch.equal(m2.state_dict()[k], v.to(torch.bfloat16).float()), k
+
+
+def test_load_errors_name_the_keys(tmp_path):
+    m = make_model()
+    sd = M.openpi_state_dict(m)
+    missing = 'paligemma_with_expert.gemma_expert.model.layers.1.mlp.up_proj.weight'
+    bad = dict(sd)
+    del bad[missing]
+    M.write_safetensors(bad, str(tmp_path / 'a.safetensors'))
+    with pytest.raises(ValueError, match=r'1 missing: ' + missing.replace('.', r'\.')):
+        M.load_pretrained(make_model(), str(tmp_path / 'a.safetensors'))
+    bad = dict(sd)
+    bad['action_out_proj.weight'] = torch.zeros(5, 5)
+    bad['something.else'] = torch.zeros(1)
+    M.write_safetensors(bad, str(tmp_path / 'b.safetensors'))
+    with pytest.raises(ValueError, match=r'(?s)unexpected: something\.else.*misshaped: action_out_proj\.weight: file \(5, 5\)'):
+        M.load_pretrained(make_model(), str(tmp_path / 'b.safetensors'))
+
+# -----------------------------------------------------------------------------
+# accounting
+
+
+def test_estimate_flops_matches_flop_counter():
+    from torch.utils.flop_counter import FlopCounterMode
+    cfg = replace(CFG, width=128, mlp=512, expert_width=64, expert_mlp=128, vit_width=64, vit_mlp=128)
+    m, b, (n, t) = make_model(cfg), M.trim_batch(make_batch(cfg), 8), noise_time(cfg)
+    with FlopCounterMode(display=False) as fc:
+        m(b, n, t).backward()
+    est, got = m.estimate_flops(b), fc.get_total_flops()
+    assert abs(est - got) / got < 0.05, f"estimate {est:.4e} vs FlopCounterMode {got:.4e} ({(est - got) / got:+.2%})"
+
+
+def test_pi05_parameter_count_on_meta():
+    with torch.device('meta'):
+        m = M.Pi05(M.configs['pi05'])
+    n = sum(p.numel() for p in m.parameters())
+    assert n == 3_353_433_872, f"pi05 has {n:,} parameters, expected 3,353,433,872 (no lm_heads)"
+
+# -----------------------------------------------------------------------------
+# GPU-only
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+class TestGPU:
+    def setup(self, attn, dtype=torch.float32, cfg=CFG):
+        m = make_model(cfg).cuda()
+        m.attn, m.compute_dtype = attn, dtype
+        b = {k: v.cuda() for k, v in make_batch(cfg).items()}
+        n, t = noise_time(cfg)
+        return m, b, n.cuda(), t.cuda()
+
+    def test_flex_matches_eager_grads_fp32(self):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        m, b, n, t = self.setup('eager')
+        ref = loss_and_grads(m, b, n, t)
+        m.attn = 'flex'
+        assert_same_function(ref, loss_and_grads(m, b, n, t), 'flex vs eager (GPU fp32)', rtol=1e-4)
+
+    def test_inductor_layers_match_eager_bf16(self):
+        m, b, n, t = self.setup('flex', torch.bfloat16)
+        ref = loss_and_grads(m, b, n, t)
+        m.compile_layers()
+        l1, g1 = loss_and_grads(m, b, n, t)
+        assert_close(l1, ref[0], 'inductor vs eager loss (bf16)', rtol=2e-2)
