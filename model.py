@@ -350,6 +350,7 @@ class Pi05(nn.Module):
     def __init__(self, cfg, attn='eager', compute_dtype=torch.bfloat16, skip_unused=True):
         super().__init__()
         self.cfg, self.attn, self.compute_dtype, self.skip_unused = cfg, attn, compute_dtype, skip_unused
+        self.batched_vision = True  # one SigLIP call over all cameras of the batch (False: one call per camera)
         self.vision = Siglip(cfg)
         self.projector = Linear(cfg.vit_width, cfg.width)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
@@ -461,7 +462,11 @@ class Pi05(nn.Module):
         B, N = img.shape[:2]
         img = img.flatten(0, 1)
         img = img.float() / 255.0 * 2.0 - 1.0 if img.dtype == torch.uint8 else img  # openpi: x/255*2-1
-        x_img = self.projector(self.vision(img, self.compute_dtype)).view(B, N * self.cfg.patches, -1)
+        if self.batched_vision:
+            x_img = self.vision(img, self.compute_dtype).unflatten(0, (B, N))
+        else:  # openpi's loop over cameras, kept for the benchmark's community-equivalent row
+            x_img = torch.stack([self.vision(img[i::N], self.compute_dtype) for i in range(N)], 1)
+        x_img = self.projector(x_img).view(B, N * self.cfg.patches, -1)
         x_txt = (self.embed_tokens(batch['tokens']).float() * math.sqrt(self.cfg.width)).to(self.compute_dtype)
         valid = torch.cat([batch['image_mask'].bool().repeat_interleave(self.cfg.patches, 1), batch['token_mask'].bool()], 1)
         return torch.cat([x_img, x_txt], 1), valid
@@ -477,9 +482,10 @@ class Pi05(nn.Module):
 
     def masks(self, valid, prefix_len):
         """Attention masks for the full layers and for the last layer (action queries only), built once per batch."""
-        H = valid.shape[1] - prefix_len
-        if self.attn == 'flex':
-            return flex_mask.block_mask(valid, prefix_len), flex_mask.block_mask(valid, prefix_len, q_start=prefix_len)
+        if self.attn == 'flex':  # the last layer's 50 action queries use sdpa: flex has no kernel for so few queries
+            last = (flex_mask.block_mask(valid, prefix_len) if not self.skip_unused else
+                    flex_mask.additive_mask(valid, prefix_len, self.compute_dtype, q_start=prefix_len))
+            return flex_mask.block_mask(valid, prefix_len), last
         full = self.additive_mask(valid, prefix_len)
         return full, (full[:, :, prefix_len:] if self.skip_unused else full)
 
@@ -496,9 +502,10 @@ class Pi05(nn.Module):
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)  # padding never advances positions
         mask, mask_last = self.masks(valid, Lp)
         xs, cond = self._call('embed_suffix', x_t, t)
+        last_impl = 'sdpa' if self.attn == 'flex' and self.skip_unused else self.attn
         for i, layer in enumerate(self.layers):
             last = i == len(self.layers) - 1
-            xp, xs = layer(xp, xs, cond, cos, sin, mask_last if last else mask, self.attn)
+            xp, xs = layer(xp, xs, cond, cos, sin, mask_last if last else mask, last_impl if last else self.attn)
         if not self.skip_unused:
             self.vlm_norm(xp)  # the reference computes the prefix final norm too; its output feeds nothing
         return self._call('action_head', xs, cond)

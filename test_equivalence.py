@@ -372,7 +372,10 @@ def test_pi05_parameter_count_on_meta():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
 class TestGPU:
-    def setup(self, attn, dtype=torch.float32, cfg=CFG):
+    # flex kernels need realistic head dims and lengths: 64-dim heads, 3 x 64 patches + 24 prompt + 5 action tokens
+    GCFG = replace(CFG, head_dim=64, image_size=56)
+
+    def setup(self, attn, dtype=torch.float32, cfg=GCFG):
         m = make_model(cfg).cuda()
         m.attn, m.compute_dtype = attn, dtype
         b = {k: v.cuda() for k, v in make_batch(cfg).items()}

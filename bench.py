@@ -1,0 +1,204 @@
+"""
+Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one row per cumulative setting.
+
+    python bench.py                                   # the ladder on one GPU, markdown table at the end
+    python bench.py --rows=default,fp8 --steps=20     # selected rows
+    python bench.py --recompute_table=True            # activation GiB saved and ms added per recompute unit
+    python bench.py --profile=True --rows=default     # one Kineto trace of a steady-state step + top kernels
+
+The model and the optimizer step are built by train.py's own functions (setup_model, make_optimizer, train_step),
+so the numbers are those of the trainer. Batches: 2 real cameras (+ an optional 3rd slot masked in every sample, as
+openpi pads LIBERO), 50 actions, prompts in the pi05 format with 8 state values whose lengths follow the 40 LIBERO
+instructions (../shared/data/libero_tasks.tsv). Token counts come from the real tokenizer when `tokenizer` is given,
+else from an estimate (documented in prompt_lengths).
+"""
+import csv
+import gc
+import json
+import os
+import statistics
+import time
+
+import torch
+
+import model as M
+import train
+
+# -----------------------------------------------------------------------------
+# config (overridable: python bench.py --key=value)
+model_name = 'pi05'        # model.configs key
+batch_size = 32            # micro-batch per GPU
+horizon = 50               # action horizon H
+steps = 10                 # timed steps (median reported)
+warmup = 3                 # untimed steps (the first includes compilation)
+rows = 'ladder'            # 'ladder' or comma-separated row names (see LADDER)
+recompute_table = False    # also measure the recompute cost table
+profile = False            # write a Kineto trace of the last row's steady-state step and print the top kernels
+tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
+tasks_file = '../shared/data/libero_tasks.tsv'
+out_dir = 'bench_out'      # JSON/CSV results and the trace
+seed = 0
+exec(open('configurator.py').read())
+# -----------------------------------------------------------------------------
+
+# each row adds one change to the row above; keys are train.py config globals
+COMMUNITY = dict(camera_slots=3, prompt_bucket=0, attn='eager', recompute='full', compile=False,
+                 param_dtype='bfloat16', skip_unused=False, batched_vision=False, fused_adamw=False,
+                 host_syncs=True, fp8=False)
+LADDER = [
+    ('community-equivalent', {}),
+    ('+ camera-slot pruning', dict(camera_slots=2)),
+    ('+ per-layer compile', dict(compile=True)),
+    ('+ FlexAttention', dict(attn='flex')),
+    ('ViT-only recompute', dict(recompute='vit')),
+    ('+ prompt-padding pruning', dict(prompt_bucket=32)),
+    ('+ waste removals', dict(skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)),
+    ('default: fp32 master weights', dict(param_dtype='float32')),
+    ('+ fp8', dict(fp8=True)),
+]
+NAMES = {'community': 0, 'camera': 1, 'compile': 2, 'flex': 3, 'vit': 4, 'prompt': 5, 'waste': 6, 'default': 7, 'fp8': 8}
+
+
+def prompt_lengths():
+    """Token counts of the pi05 prompt `Task: {instr}, State: {8 ints};\\nAction: ` for the 40 LIBERO tasks.
+    Without the tokenizer: BOS + 1.2 tokens per instruction word + 12 for the fixed text + 3.5 per state value
+    (the Gemma tokenizer splits numbers into single digits; a value is a space and 1-3 digits)."""
+    with open(tasks_file) as f:
+        instr = [r['instruction'] for r in csv.DictReader(f, delimiter='\t')]
+    if tokenizer:
+        import data
+        state = [' '.join(str(v) for v in (128, 37, 201, 99, 5, 250, 127, 64))]
+        return [len(data.tokenize_prompt(data.load_tokenizer(tokenizer), t, state_bins=state, fmt='pi05')) for t in instr]
+    return [round(1 + 1.2 * len(t.split()) + 12 + 3.5 * 8) for t in instr]
+
+
+def make_batch(cfg, B, lengths, gen):
+    L = cfg.max_token_len
+    lens = torch.tensor([lengths[i] for i in torch.randint(len(lengths), (B,), generator=gen)])
+    return dict(images=torch.randint(0, 256, (B, 3, 3, cfg.image_size, cfg.image_size), dtype=torch.uint8, generator=gen),
+                image_mask=torch.tensor([True, True, False]).expand(B, 3).clone(),
+                tokens=torch.randint(1, cfg.vocab, (B, L), generator=gen) * (torch.arange(L) < lens[:, None]),
+                token_mask=torch.arange(L) < lens[:, None],
+                actions=torch.randn(B, horizon, cfg.action_dim, generator=gen), sample_id=torch.arange(B))
+
+
+def matmul_peak(n=8192, iters=30):
+    """Sustained bf16 matmul TFLOP/s of this GPU, measured now (MFU is quoted against it)."""
+    a, b = torch.randn(n, n, device='cuda', dtype=torch.bfloat16), torch.randn(n, n, device='cuda', dtype=torch.bfloat16)
+    for _ in range(5):
+        a @ b
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    ev[0].record()
+    for _ in range(iters):
+        a @ b
+    ev[1].record()
+    torch.cuda.synchronize()
+    return 2 * n ** 3 * iters / (ev[0].elapsed_time(ev[1]) / 1e3) / 1e12
+
+
+def run_row(name, settings, batches, peak):
+    """Build the model and optimizer as train.py does, run warmup + steps, return the measurements."""
+    torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    conf = dict(train.default_config(), model=model_name, action_horizon=horizon, micro_batch=batch_size,
+                grad_accum=1, init_from='scratch', **settings)
+    t0 = time.time()
+    model, raw = train.setup_model(conf, device='cuda')
+    opt = train.make_optimizer(raw, conf)
+    prepared = [train.prepare_micro_batch(b, conf, 'cuda') for b in batches]
+    flops = raw.estimate_flops(prepared[0])
+    gen = torch.Generator(device='cuda').manual_seed(seed)
+    times = []
+    for i in range(warmup + steps):
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        ev[0].record()
+        train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, lr=1e-5, gen=gen)
+        ev[1].record()
+        if i == warmup - 1:
+            torch.cuda.synchronize()
+            compile_s = time.time() - t0
+        if i >= warmup:
+            times.append(ev)
+    torch.cuda.synchronize()
+    ms = statistics.median(a.elapsed_time(b) for a, b in times)
+    if profile and name == active[-1][0]:
+        write_profile(model, raw, opt, prepared[0], conf, gen)
+    res = dict(row=name, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
+               peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30,
+               reserved_gib=torch.cuda.max_memory_reserved() / 2 ** 30, setup_s=compile_s, tokens=prepared[0]['tokens'].shape[1])
+    del model, raw, opt
+    return res
+
+
+def write_profile(model, raw, opt, batch, conf, gen):
+    from torch.profiler import ProfilerActivity, profile as kineto
+    with kineto(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        train.train_step(model, raw, opt, [batch], conf, lr=1e-5, gen=gen)
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(os.path.join(out_dir, 'trace.json'))
+    events = [e for e in prof.key_averages() if e.device_type.name == 'CUDA' or getattr(e, 'self_device_time_total', 0) > 0]
+    tot = sum(e.self_device_time_total for e in events) or 1
+    kinds = {'gemm': 0.0, 'flex/attention': 0.0, 'triton fused': 0.0, 'other': 0.0}
+    for e in events:
+        n = e.key.lower()
+        k = ('gemm' if any(s in n for s in ('gemm', 'cutlass', 'sm90_xmma', 'nvjet', 'cublas', 'mm_')) else
+             'flex/attention' if any(s in n for s in ('flex', 'attention', 'fmha', 'flash')) else
+             'triton fused' if n.startswith('triton') else 'other')
+        kinds[k] += e.self_device_time_total
+    print('\nprofile: share of GPU kernel time: ' + ', '.join(f'{k} {v / tot:.1%}' for k, v in kinds.items()))
+    print(prof.key_averages().table(sort_by='self_device_time_total', row_limit=25, max_name_column_width=90))
+
+
+def table(results):
+    lines = ['| setting | ms/step | samples/s | TFLOP/s | MFU | peak GiB | prompt slots | setup s |',
+             '|---|---|---|---|---|---|---|---|']
+    for r in results:
+        lines.append(f"| {r['row']} | {r['ms']:.1f} | {r['samples_s']:.1f} | {r['tflops']:.0f} | {r['mfu']:.1%} | "
+                     f"{r['peak_gib']:.1f} | {r['tokens']} | {r['setup_s']:.0f} |")
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    os.makedirs(out_dir, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.manual_seed(seed)
+    cfg = M.configs[model_name]
+    lengths = prompt_lengths()
+    gen = torch.Generator().manual_seed(seed)
+    batches = [make_batch(cfg, batch_size, lengths, gen) for _ in range(2)]
+    peak = matmul_peak()
+    print(f"{torch.cuda.get_device_name()} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
+          f"prompt lengths {min(lengths)}-{max(lengths)} tokens ({'tokenizer' if tokenizer else 'estimate'})", flush=True)
+    settings, ladder = dict(COMMUNITY), []
+    for name, change in LADDER:
+        settings = dict(settings, **change)
+        ladder.append((name, dict(settings)))
+    active = ladder if rows == 'ladder' else [ladder[NAMES[r]] for r in rows.split(',')]
+    if recompute_table:
+        base = ladder[NAMES['default']][1]
+        active += [(f'recompute {p}', dict(base, recompute=p)) for p in
+                   ('none', 'vit', 'layers.*.vlm.mlp', 'layers.*.attn', 'layers.*.expert.mlp')]
+    results = []
+    for name, s in active:
+        try:
+            r = run_row(name, s, batches, peak)
+        except torch.OutOfMemoryError as e:
+            print(f'{name}: out of memory ({str(e).splitlines()[0]})', flush=True)
+            continue
+        results.append(r)
+        print(json.dumps(r), flush=True)
+        with open(os.path.join(out_dir, 'results.json'), 'w') as f:
+            json.dump(results, f, indent=1)
+    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, "
+          f"micro-batch {batch_size}, bf16 matmul peak {peak:.0f} TFLOP/s (measured)\n")
+    print(table(results))
+    if recompute_table:
+        rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
+        if 'none' in rc:
+            print('\n| recomputed | activation GiB saved | ms added | ms per GiB |\n|---|---|---|---|')
+            for k, r in rc.items():
+                if k != 'none':
+                    saved, added = rc['none']['peak_gib'] - r['peak_gib'], r['ms'] - rc['none']['ms']
+                    print(f"| {k} | {saved:.1f} | {added:.1f} | {added / saved if saved > 0 else float('nan'):.1f} |")
