@@ -23,6 +23,18 @@ Prepared format (one directory; every array is a .npy file opened with mmap_mode
 Prompts are tokenized at preparation time so training never needs sentencepiece. The pi05 prompt holds the
 discretized normalized state, so it is stored per frame; the pi0-style prompt (what pi05_libero uses) per task.
 
+Training side (train.py), one step:
+
+    loader = Loader(data_dir, "train", micro_batch, grad_accum, rank, world_size, seed, horizon, prompt_format="pi0")
+    g = torch.Generator().manual_seed(seed * 1_000_003 + loader.step)   # same draw on every rank
+    params = sample_augment_params(loader.global_batch, loader.camera_slots, generator=g)
+    for mb in loader.next():                                          # grad_accum dicts of CPU tensors
+        p = {k: v[mb["sample_id"]] for k, v in params.items()}      # this micro-batch's rows
+        images = augment_images(mb["images"].cuda(non_blocking=True), loader.wrist, {k: v.cuda() for k, v in p.items()})
+
+pi05_libero uses prompt_format="pi0" (openpi sets discrete_state_input=False there); "pi05" puts the state in the
+prompt. Tests: python -m pytest -q test_data.py
+
 Runtime dependencies: torch, numpy, tqdm. Preparation also needs pyarrow, pillow, av and sentencepiece.
 """
 
@@ -198,9 +210,10 @@ def augment_images(images, wrist, params):
         shift = (2 * off + crop[:, None] - S) / S    # crop centre in normalized coords
         a = torch.deg2rad(params["angle"][:, geo].reshape(-1).float())
         cos, sin = torch.cos(a), torch.sin(a)
-        # output coords -> rotate -> resized-crop coords -> input coords, all in align_corners=False units
-        theta = torch.stack([torch.stack([scale * cos, scale * sin, shift[:, 0]], -1),
-                             torch.stack([-scale * sin, scale * cos, shift[:, 1]], -1)], 1)
+        # output coords -> un-rotate -> resized-crop coords -> input coords, in align_corners=False units;
+        # a positive angle turns the picture counter-clockwise as displayed (PIL's convention)
+        theta = torch.stack([torch.stack([scale * cos, -scale * sin, shift[:, 0]], -1),
+                             torch.stack([scale * sin, scale * cos, shift[:, 1]], -1)], 1)
         grid = F.affine_grid(theta.to(xs.dtype), (B * g, C, S, S), align_corners=False)
         out = F.grid_sample(xs, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
         # corners rotated in from outside the crop stay black, as rotating the resized crop would leave them
@@ -331,8 +344,6 @@ def _episode_table(job, columns):
         raise KeyError(f"episode {e}: columns {missing} missing from {path}; available: {table.column_names}")
     if job["shared_file"]:
         table = table.filter(pc.equal(table["episode_index"], e))
-    if table.num_rows == 0:
-        raise ValueError(f"episode {e}: empty episode (no rows) in {path}")
     if table.num_rows != job["length"]:
         raise ValueError(f"episode {e}: {table.num_rows} rows in {path}, metadata says {job['length']}")
     if "frame_index" in table.column_names:
@@ -350,15 +361,15 @@ def _vectors(table, key, e):
 def _decode_image(cell, job, i, key):
     from PIL import Image
     e = job["episode"]
-    data = cell.get("bytes") if isinstance(cell, dict) else cell
-    if data is None and isinstance(cell, dict) and cell.get("path"):
+    raw = cell.get("bytes") if isinstance(cell, dict) else cell
+    if raw is None and isinstance(cell, dict) and cell.get("path"):
         p = cell["path"] if os.path.isabs(cell["path"]) else os.path.join(job["src"], cell["path"])
         with open(p, "rb") as f:
-            data = f.read()
-    if data is None:
+            raw = f.read()
+    if raw is None:
         raise ValueError(f"episode {e} frame {i}: camera {key!r} has neither image bytes nor a path")
     try:
-        img = Image.open(io.BytesIO(data))
+        img = Image.open(io.BytesIO(raw))
         img.load()
     except Exception as err:
         raise ValueError(f"episode {e} frame {i}: camera {key!r}: cannot decode image ({err})") from None
@@ -424,18 +435,25 @@ def _load_episode(job):
         else:
             path, t0 = job["videos"][key]
             mm[job["start"]:job["start"] + n] = _decode_video(path, t0, table["timestamp"].to_numpy(), job, key, hw, size)
-        mm.flush()
-        del mm
+        del mm  # a shared mapping: the page cache makes the writes visible, no msync needed
     return job["slot"], state, actions, task
 
-def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len):
-    """write low-dim arrays, stats, both token tables and meta.json (last, so its presence means complete)."""
+def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len, stats=None):
+    """write low-dim arrays, stats, both token tables and meta.json (last, so its presence means complete).
+    stats: a stats.json / openpi norm_stats.json to use instead of computing them from this data."""
     N = len(state)
     np.save(os.path.join(out, "state.npy"), state.astype(np.float32))
     np.save(os.path.join(out, "actions.npy"), actions.astype(np.float32))
     np.save(os.path.join(out, "episode_starts.npy"), np.asarray(episode_starts, np.int64))
     np.save(os.path.join(out, "task_index.npy"), np.asarray(task_index, np.int32))
-    stats = {"state": compute_stats(state), "actions": compute_stats(actions)}
+    if stats is None:
+        stats, how = {"state": compute_stats(state), "actions": compute_stats(actions)}, "exact np.quantile over all frames"
+    else:
+        how = f"from {os.path.abspath(stats)}"
+        stats = {k: {s: v.tolist() for s, v in d.items()} for k, d in load_stats(stats).items() if k in ("state", "actions")}
+        for k, x in (("state", state), ("actions", actions)):
+            if k not in stats or len(stats[k]["q01"]) != x.shape[1]:
+                raise ValueError(f"given stats for {k!r} do not match the data's {x.shape[1]} dims")
     with open(os.path.join(out, "stats.json"), "w") as f:
         json.dump({"norm_stats": stats}, f, indent=1)
     L, truncated = max_token_len, 0
@@ -464,15 +482,17 @@ def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokeni
     meta.update(num_frames=N, num_episodes=len(episode_starts) - 1, state_dim=state.shape[1],
                 action_dim=actions.shape[1], tasks=list(tasks), max_token_len=L,
                 max_prompt_len_pi05=int(len05.max(initial=0)), max_prompt_len_pi0=int(len0.max(initial=0)),
-                stats="exact np.quantile over all frames of all episodes")
+                stats=how)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     return meta
 
 def prepare(src, out, tokenizer, cameras=("image", "wrist_image"), state_key="state", action_key="actions",
-            max_token_len=200, image_size=224, workers=None):
+            max_token_len=200, image_size=224, workers=None, stats=None):
     """LeRobot v2.x/v3.0 dataset at src -> prepared directory out. tokenizer: SentencePiece model path or an
-    object with encode(text, add_bos). episodes decode in a process pool and stream into preallocated memmaps."""
+    object with encode(text, add_bos). stats: optional stats.json / openpi norm_stats.json to use (e.g. the one a
+    checkpoint ships, so pi05 state prompts match it); else computed here. episodes decode in a process pool
+    and stream into preallocated memmaps."""
     try:
         import pyarrow  # noqa: F401
         import PIL  # noqa: F401
@@ -523,7 +543,7 @@ def prepare(src, out, tokenizer, cameras=("image", "wrist_image"), state_key="st
                 tokenizer=str(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
                 vocab_size=int(tok.get_piece_size()) if hasattr(tok, "get_piece_size") else len(tok.vocab))
     return _finish(out, meta, np.concatenate(state), np.concatenate(actions), starts, task,
-                   [tasks[t] for t in order], tok, max_token_len)
+                   [tasks[t] for t in order], tok, max_token_len, stats)
 
 # -----------------------------------------------------------------------------
 # synthetic dataset: coloured shapes, a gripper marker, "move to the red square"
@@ -700,11 +720,12 @@ class Loader:
 
     # --- pure functions of (seed, step)
     def _perm(self, epoch):
-        if epoch not in self._perms:
-            if len(self._perms) > 2:
-                self._perms.pop(min(self._perms))
-            self._perms[epoch] = np.random.default_rng([self.seed, epoch]).permutation(len(self.frames))
-        return self._perms[epoch]
+        perm = self._perms.get(epoch)
+        if perm is None:
+            perm = np.random.default_rng([self.seed, epoch]).permutation(len(self.frames))
+            # keep a few recent epochs; the dict is replaced, never mutated, as the prefetch thread reads it too
+            self._perms = {**{k: v for k, v in self._perms.items() if abs(k - epoch) <= 1}, epoch: perm}
+        return perm
 
     def indices(self, step):
         """frame indices of the whole global batch of step (position j = sample_id j)."""
@@ -831,6 +852,7 @@ def main(argv):
     p.add_argument("--max_token_len", type=int, default=None, help="200 for real data (pi05), 32 for synthetic")
     p.add_argument("--image_size", type=int, default=None, help="224 for real data, 64 for synthetic")
     p.add_argument("--workers", type=int, default=os.cpu_count())
+    p.add_argument("--stats", default=None, help="use this stats.json / openpi norm_stats.json instead of computing")
     p.add_argument("--synthetic", action="store_true", help="write the synthetic shapes dataset instead")
     p.add_argument("--episodes", type=int, default=200, help="synthetic: number of episodes")
     p.add_argument("--seed", type=int, default=0, help="synthetic: seed")
@@ -844,7 +866,7 @@ def main(argv):
             p.error("--src and --tokenizer are required unless --synthetic")
         meta = prepare(args.src, args.out, args.tokenizer, cameras=args.cameras.split(","), state_key=args.state_key,
                        action_key=args.action_key, max_token_len=args.max_token_len or 200,
-                       image_size=args.image_size or 224, workers=args.workers)
+                       image_size=args.image_size or 224, workers=args.workers, stats=args.stats)
     print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, cameras {meta['cameras']}, "
           f"{len(meta['tasks'])} tasks, longest prompt pi05 {meta['max_prompt_len_pi05']} / pi0 "
           f"{meta['max_prompt_len_pi0']} tokens, {time.time() - t0:.1f}s")

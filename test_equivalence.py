@@ -395,3 +395,14 @@ class TestGPU:
         m.compile_layers()
         l1, g1 = loss_and_grads(m, b, n, t)
         assert_close(l1, ref[0], 'inductor vs eager loss (bf16)', rtol=2e-2)
+
+    def test_training_step_has_no_host_sync(self):
+        """No .item(), no Python branching on device values: the step runs under CUDA's sync debug mode 'error'."""
+        m, b, n, t = self.setup('flex', torch.bfloat16)
+        m.compile_layers()
+        loss_and_grads(m, b, n, t)  # compile first: compilation itself may synchronise
+        torch.cuda.set_sync_debug_mode('error')
+        try:
+            m(b).backward()  # noise and time drawn on the device
+        finally:
+            torch.cuda.set_sync_debug_mode('default')
