@@ -67,8 +67,10 @@ def prompt_lengths():
         instr = [r['instruction'] for r in csv.DictReader(f, delimiter='\t')]
     if tokenizer:
         import data
-        state = [' '.join(str(v) for v in (128, 37, 201, 99, 5, 250, 127, 64))]
-        return [len(data.tokenize_prompt(data.load_tokenizer(tokenizer), t, state_bins=state, fmt='pi05')) for t in instr]
+        import numpy as np
+        state = np.linspace(-0.9, 0.9, 8)  # 8 normalized LIBERO state values
+        tok = data.load_tokenizer(tokenizer)
+        return [len(data.encode_prompt(tok, t, state)) for t in instr]
     return [round(1 + 1.2 * len(t.split()) + 12 + 3.5 * 8) for t in instr]
 
 

@@ -13,8 +13,10 @@ Which Linear layers run in fp8 is decided in two stages:
     with fp8.fp8_disabled(model):                         # evaluation / sample_actions in plain bf16
         actions = model.sample_actions(batch)
 
-    python fp8.py --validate [--batch=32]                 # GPU, ~3 min: per-module bf16 vs fp8 GEMM time -> fp8_keep.txt
-    python fp8.py --compare --steps=500 [--out=out_fp8]   # GPU, ~3-4 min: bf16 vs fp8 loss curves (csv, png)
+    python fp8.py --validate [--batch=32]                 # GPU, ~4-6 min (2 compiles): bf16 vs fp8 GEMM time per module
+                                                          #   group -> fp8_keep.txt
+    python fp8.py --compare --steps=500 [--out=out_fp8]   # GPU, ~3-4 min: bf16 vs fp8 loss curves (csv, png); pi05
+                                                          #   widths, depth 4, vit_depth 4, micro-batch 16
     python fp8.py --table                                 # CPU: the converted/skipped table of the real pi05 model
 
 Float8Linear keeps the `weight`/`bias` parameters of the Linear it replaces (same objects, fp32 master weights stay
@@ -270,10 +272,10 @@ def gemm_events(prof, device='cuda'):
     for e in events:
         if not GEMM_OP.match(e.name) or any(GEMM_OP.match(c.name) for c in e.cpu_children):
             continue
-        shapes = [s for s in e.input_shapes if len(s) >= 2]
-        if len(shapes) < 2:
+        first = 1 if e.name.endswith('addmm') else 0  # addmm/baddbmm: (bias, mat1, mat2); others: (mat1, mat2, ...)
+        a, b = (list(e.input_shapes) + [[], [], []])[first:first + 2]
+        if len(a) < 2 or len(b) < 2:
             continue
-        a, b = shapes[-2:] if e.name.endswith('addmm') else shapes[:2]  # addmm: (bias, mat1, mat2)
         shape = (a[-2], a[-1], b[-1]) if len(a) == 2 else tuple(a[:-1]) + (a[-1], b[-1])  # 3-d: batched
         if device == 'cpu':
             us = e.cpu_time_total

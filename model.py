@@ -378,7 +378,7 @@ class Pi05(nn.Module):
         """Fresh init after openpi's JAX init: lecun-normal kernels, zero biases, RMSNorm weight 0 with the (1 + w)
         form, adaRMS Dense zero (expert blocks start as identity), zero image projector (img/head)."""
         for name, m in self.named_modules():
-            if isinstance(m, (Linear, nn.Conv2d)):
+            if isinstance(m, (nn.Linear, nn.Conv2d)):
                 fan_in = m.weight[0].numel()
                 nn.init.trunc_normal_(m.weight, std=fan_in ** -0.5, a=-2 * fan_in ** -0.5, b=2 * fan_in ** -0.5)
                 if m.bias is not None:

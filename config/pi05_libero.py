@@ -1,0 +1,38 @@
+# Pi0.5 fine-tuned on LIBERO the way the case study trains it: 2 real cameras (no empty third slot), action horizon 50,
+# the pi05 prompt with the discretized state, FlexAttention, per-layer compile, ViT-only recompute, bf16 compute with
+# fp32 master weights and fp32 AdamW moments, EMA 0.999; optimizer and schedule from openpi's pi05_libero.
+#   python data.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model   # once
+#   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py
+#   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py --init_from=resume        # continue
+# global batch 256 = micro_batch 32 x grad_accum 1 x 8 GPUs (openpi's 256); on one GPU: --grad_accum=8.
+# 30k iterations x 256 = 7.7M samples, ~28 epochs of LIBERO's ~273k frames.
+out_dir = 'out/pi05_libero'
+init_from = 'checkpoints/pi05_base'  # openpi's pi05_base converted to PyTorch (model.safetensors, spec section 9.2)
+data_dir = 'data_cache/libero'
+model_name = 'pi05'
+action_horizon = 50
+max_token_len = 200
+prompt_format = 'pi05'
+camera_slots = 0                     # the dataset's 2 cameras only (case study section 1)
+prompt_bucket = 32
+attn = 'flex'
+compile = True
+recompute = 'vit'                    # cheapest recompute per GiB saved (case study section 4)
+dtype = 'bfloat16'
+param_dtype = 'float32'
+micro_batch = 32
+grad_accum = 1
+max_iters = 30000
+learning_rate = 5e-5                 # openpi pi05_libero: CosineDecaySchedule(10k, 5e-5, 1M, 5e-5), i.e. constant after warmup
+decay_lr = 5e-5
+warmup_iters = 10000
+lr_decay_iters = 1_000_000
+weight_decay = 1e-10
+grad_clip = 1.0
+ema = True
+ema_decay = 0.999
+eval_interval = 1000
+eval_iters = 4
+ckpt_interval = 1000                 # openpi save_interval
+keep_last = 3
+log_interval = 20

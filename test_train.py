@@ -1,0 +1,228 @@
+"""
+Tests of train.py and configurator.py on the CPU with the tiny model and small synthetic datasets:
+
+    python -m pytest -q test_train.py
+
+configurator parsing; the lr schedule; 2-process DDP (gloo, torchrun) equals 1 process with the same global batch;
+an interrupted run resumed from its checkpoint equals an uninterrupted one; a non-finite loss stops the run naming the
+iteration; checkpoints load with model.load_pretrained; the demo config learns.
+"""
+import csv
+import math
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import data
+import model as M
+import train
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope='module')
+def tiny_data(tmp_path_factory):
+    """A synthetic dataset shaped for the tiny model (28x28 images, 24 prompt slots)."""
+    path = str(tmp_path_factory.mktemp('data') / 'syn28')
+    data.make_synthetic(path, episodes=30, image_size=28, seed=0, max_token_len=24)
+    return path
+
+
+def tiny_args(data_dir, out_dir, *extra):
+    return ['--model_name=tiny', f'--data_dir={data_dir}', f'--out_dir={out_dir}', '--device=cpu',
+            '--action_horizon=5', '--max_token_len=24', '--attn=eager', '--compile=False', '--recompute=none',
+            '--learning_rate=1e-3', '--warmup_iters=2', '--eval_iters=1', '--log_interval=4', *extra]
+
+
+def run_train(args):
+    """train.py in this process (as `python train.py args`); returns its globals at the end."""
+    argv = sys.argv
+    sys.argv = ['train.py', *args]
+    try:
+        return runpy.run_path(os.path.join(ROOT, 'train.py'), run_name='__main__')
+    finally:
+        sys.argv = argv
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def configure(argv, defaults):
+    """Run configurator.py on argv over a copy of defaults, as train.py does; returns the resulting globals."""
+    g = dict(defaults, __builtins__=__builtins__)
+    old = sys.argv
+    sys.argv = ['train.py', *argv]
+    try:
+        exec(open(os.path.join(ROOT, 'configurator.py')).read(), g)
+    finally:
+        sys.argv = old
+    return g
+
+# -----------------------------------------------------------------------------
+# configurator and schedule
+
+
+DEFAULTS = dict(learning_rate=5e-5, out_dir='out', compile=True, max_iters=100, attn='flex', init_from='scratch')
+
+
+def test_configurator_int_into_float_default():
+    g = configure(['--learning_rate=1'], DEFAULTS)
+    assert type(g['learning_rate']) is float and g['learning_rate'] == 1.0, f"got {g['learning_rate']!r}"
+
+
+def test_configurator_splits_at_first_equals_only():
+    g = configure(['--out_dir=runs/lr=3e-4', '--init_from=a=b'], DEFAULTS)
+    assert (g['out_dir'], g['init_from']) == ('runs/lr=3e-4', 'a=b'), f"got {g['out_dir']!r}, {g['init_from']!r}"
+
+
+def test_configurator_bool_parsing():
+    for raw, want in (('False', False), ('True', True), ('false', False), ('true', True)):
+        g = configure([f'--compile={raw}'], DEFAULTS)
+        assert g['compile'] is want, f'--compile={raw} gave {g["compile"]!r}'
+    with pytest.raises(SystemExit, match="'compile'.*expects bool"):
+        configure(['--compile=1'], DEFAULTS)
+    with pytest.raises(SystemExit, match="'max_iters'.*expects int"):
+        configure(['--max_iters=1.5'], DEFAULTS)
+
+
+def test_configurator_strings_and_ints():
+    g = configure(['--attn=sdpa', "--out_dir='quoted'", '--max_iters=7', '--init_from=2024'], DEFAULTS)
+    assert (g['attn'], g['out_dir'], g['max_iters'], g['init_from']) == ('sdpa', 'quoted', 7, '2024'), g
+
+
+def test_configurator_unknown_key_is_named(tmp_path):
+    with pytest.raises(SystemExit) as e:
+        configure(['--learnin_rate=1e-4'], DEFAULTS)
+    assert "'learnin_rate'" in str(e.value) and 'learning_rate' in str(e.value), str(e.value)
+    cfg = tmp_path / 'x.py'
+    cfg.write_text("max_iters = 10\nlearning_rate = 3\nmax_iter = 5\n")
+    with pytest.raises(SystemExit, match="'max_iter'"):
+        configure([str(cfg)], DEFAULTS)
+    cfg.write_text("max_iters = 10\nlearning_rate = 3\n_helper = 2\n")
+    g = configure([str(cfg), '--max_iters=12'], DEFAULTS)
+    assert (g['max_iters'], g['learning_rate']) == (12, 3.0), (g['max_iters'], g['learning_rate'])
+
+
+def test_every_config_file_parses():
+    for name in sorted(os.listdir(os.path.join(ROOT, 'config'))):
+        if name.endswith('.py'):
+            g = configure([os.path.join(ROOT, 'config', name)], train.default_config())
+            train.check_config({k: g[k] for k in train.default_config()})
+
+
+def test_lr_schedule_matches_openpi_pi05_libero():
+    conf = dict(train.default_config(), learning_rate=5e-5, decay_lr=5e-5, warmup_iters=10000, lr_decay_iters=1_000_000)
+    got = [train.lr_at(s, conf) for s in (0, 5000, 10000, 30000)]
+    want = [5e-5 / 10001, 5e-5 / 10001 + (5e-5 - 5e-5 / 10001) * 0.5, 5e-5, 5e-5]
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, want)), f'got {got}, want {want}'
+    conf = dict(conf, decay_lr=0.0, warmup_iters=10, lr_decay_iters=110)
+    mid, end = train.lr_at(60, conf), train.lr_at(500, conf)
+    assert math.isclose(mid, 2.5e-5, rel_tol=1e-12) and end == 0.0, f'cosine midpoint {mid}, end {end}'
+
+# -----------------------------------------------------------------------------
+# whole runs
+
+
+def test_ddp_two_processes_equal_one_process(tiny_data, tmp_path):
+    """Global batch 8: 2 gloo processes x micro-batch 2 x 2 micro-steps vs 1 process x 4 x 2. Uses openpi's three
+    camera slots (the empty one is trimmed) and augmentation, so per-sample randomness must follow sample_id."""
+    common = ['--max_iters=4', '--eval_interval=2', '--ckpt_interval=4', '--grad_accum=2', '--camera_slots=3',
+              '--prompt_format=pi0']
+    two, one = tmp_path / 'two', tmp_path / 'one'
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    proc = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                           os.path.join(ROOT, 'train.py'), *tiny_args(tiny_data, two, *common, '--micro_batch=2')],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert 'world size 2' in proc.stdout, proc.stdout[-2000:]
+    run_train(tiny_args(tiny_data, one, *common, '--micro_batch=4'))
+    a, b = read_csv(one / 'losses.csv'), read_csv(two / 'losses.csv')
+    assert [r['iter'] for r in a] == [r['iter'] for r in b], (a, b)
+    for key in ('loss', 'gnorm', 'val_loss', 'action_mse'):
+        x = [float(r[key]) for r in a if r[key]]
+        y = [float(r[key]) for r in b if r[key]]
+        diff = max(abs(u - v) / max(abs(u), 1e-3) for u, v in zip(x, y))
+        assert len(x) == len(y) and len(x) >= 3 and diff < 1e-5, f'{key}: 1 process {x} vs 2 processes {y} (max rel diff {diff:.2e})'
+    wa, wb = M.read_safetensors(str(one / 'ckpt_4' / 'model.safetensors')), M.read_safetensors(str(two / 'ckpt_4' / 'model.safetensors'))
+    diffs = [(wa[k].float() - wb[k].float()).abs().max().item() for k in wa]
+    assert wa.keys() == wb.keys() and max(diffs) < 1e-5, f'final weights: max abs diff {max(diffs):.2e}, mean over tensors {sum(diffs) / len(diffs):.2e}'
+    moved = max((wa[k].float() - M.read_safetensors(str(one / 'ckpt_4' / 'model.safetensors'))[k].float()).abs().max().item() for k in wa)
+    assert moved == 0.0  # sanity: the file reads back identically
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tiny_data, tmp_path_factory):
+    """10 iterations, checkpoints every 4 (and at the end), evaluations every 3, EMA on."""
+    out = tmp_path_factory.mktemp('uninterrupted')
+    g = run_train(tiny_args(tiny_data, out, '--max_iters=10', '--ckpt_interval=4', '--eval_interval=3', '--grad_accum=2',
+                            '--micro_batch=4', '--keep_last=2', '--ema_decay=0.9'))
+    return g, out
+
+
+def test_resume_equals_uninterrupted_run(tiny_data, tmp_path, uninterrupted):
+    """Stop at 7 (checkpoints at 4 and 7), lose the checkpoint of 7 as a crash between checkpoints would, resume from 4:
+    losses.csv (every column) and the final weights and EMA weights equal the uninterrupted run's exactly."""
+    _, ref = uninterrupted
+    common = ['--ckpt_interval=4', '--eval_interval=3', '--grad_accum=2', '--micro_batch=4', '--keep_last=2', '--ema_decay=0.9']
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=7', *common))
+    assert sorted(os.listdir(tmp_path)) == ['ckpt_4', 'ckpt_7', 'log.txt', 'losses.csv'], os.listdir(tmp_path)
+    shutil.rmtree(tmp_path / 'ckpt_7')  # the rows of iterations 4-6 and the evaluation at 6 are now orphaned
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=10', '--init_from=resume', *common))
+    a, b = read_csv(ref / 'losses.csv'), read_csv(tmp_path / 'losses.csv')
+    mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
+    assert len(a) == len(b) == 11 and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
+    for name in ('model.safetensors', 'ema.safetensors'):
+        wa, wb = M.read_safetensors(str(ref / 'ckpt_10' / name)), M.read_safetensors(str(tmp_path / 'ckpt_10' / name))
+        diffs = {k: (wa[k].float() - wb[k].float()).abs().max().item() for k in wa}
+        assert wa.keys() == wb.keys() and max(diffs.values()) == 0.0, f'{name}: max abs diff {max(diffs.values()):.2e}'
+    assert sorted(d for d in os.listdir(tmp_path) if d.startswith('ckpt')) == ['ckpt_10', 'ckpt_8'], 'keep_last=2'
+
+
+def test_checkpoint_loads_into_fresh_model(uninterrupted):
+    g, out = uninterrupted
+    for name, trained in (('model.safetensors', g['raw_model']), ('ema.safetensors', g['ema_model'].model)):
+        fresh = M.build('tiny', 'cpu', compute_dtype=torch.float32, action_horizon=5, max_token_len=24)
+        M.load_pretrained(fresh, str(out / 'ckpt_10' / name))
+        a, b = trained.state_dict(), fresh.state_dict()
+        diffs = {k: (a[k].float() - b[k].float()).abs().max().item() for k in a}
+        assert a.keys() == b.keys() and max(diffs.values()) == 0.0, f'{name}: max abs diff {max(diffs.values()):.2e}'
+    keys = M.read_safetensors(str(out / 'ckpt_10' / 'model.safetensors'))
+    assert all(k.startswith('paligemma_with_expert.') or not k.startswith(('layers.', 'vision.')) for k in keys), list(keys)[:5]
+    state = torch.load(out / 'ckpt_10' / 'state.pt', weights_only=True)
+    assert state['iter'] == 10 and state['config']['max_iters'] == 10 and state['loader'] == {'step': 10}, state.keys()
+    ema_moved = max((g['raw_model'].state_dict()[k] - g['ema_model'].model.state_dict()[k]).abs().max().item()
+                    for k in a)
+    assert ema_moved > 0, 'the EMA weights equal the trained weights: the EMA is not averaging'
+
+
+def test_non_finite_loss_stops_with_message(tiny_data, tmp_path):
+    """lr 1e30 makes the weights astronomically large after one step, so the next loss is inf/nan."""
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'train.py'),
+                           *tiny_args(tiny_data, tmp_path, '--max_iters=10', '--learning_rate=1e30', '--warmup_iters=0',
+                                      '--ckpt_interval=1', '--log_interval=100', '--eval_interval=0', '--micro_batch=4')],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    rows = read_csv(tmp_path / 'losses.csv')
+    bad = next(int(r['iter']) for r in rows if not (math.isfinite(float(r['loss'])) and math.isfinite(float(r['gnorm']))))
+    assert proc.returncode != 0, f'run did not stop: rc {proc.returncode}\n{proc.stdout[-2000:]}'
+    assert f'at iter {bad}: stopping' in proc.stderr and 'non-finite' in proc.stderr, proc.stderr[-2000:]
+    ckpts = [int(d.split('_')[1]) for d in os.listdir(tmp_path) if d.startswith('ckpt_')]
+    assert ckpts and max(ckpts) <= bad, f'checkpoints {ckpts} written at or after the non-finite iteration {bad}'
+    assert f'ckpt_{max(ckpts)}' in proc.stderr, proc.stderr[-2000:]
+
+
+def test_demo_config_learns(tmp_path):
+    """config/demo.py cut to 40 iterations (its dataset created on first use): the validation loss falls clearly."""
+    g = run_train([os.path.join(ROOT, 'config', 'demo.py'), f'--out_dir={tmp_path / "out"}',
+                   f'--data_dir={tmp_path / "synthetic"}', '--max_iters=40', '--eval_interval=40', '--eval_iters=2',
+                   '--device=cpu'])
+    rows = [r for r in read_csv(tmp_path / 'out' / 'losses.csv') if r['val_loss']]
+    start, end = float(rows[0]['val_loss']), float(rows[-1]['val_loss'])
+    assert [r['iter'] for r in rows] == ['0', '40'] and end < 0.7 * start, f'val loss {start:.4f} -> {end:.4f}'
+    assert os.path.exists(tmp_path / 'synthetic' / 'meta.json') and g['it'] == 40
