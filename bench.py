@@ -104,8 +104,10 @@ def run_row(name, settings, batches, peak):
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    conf = dict(train.default_config(), model=model_name, action_horizon=horizon, micro_batch=batch_size,
-                grad_accum=1, init_from='scratch', **settings)
+    settings = dict(settings)
+    host_syncs = settings.pop('host_syncs', False)
+    conf = dict(train.default_config(), model_name=model_name, action_horizon=horizon, micro_batch=batch_size,
+                grad_accum=1, init_from='scratch', max_token_len=M.configs[model_name].max_token_len, **settings)
     t0 = time.time()
     model, raw = train.setup_model(conf, device='cuda')
     opt = train.make_optimizer(raw, conf)
@@ -116,7 +118,9 @@ def run_row(name, settings, batches, peak):
     for i in range(warmup + steps):
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         ev[0].record()
-        train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, lr=1e-5, gen=gen)
+        loss, gnorm = train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, lr=1e-5, gen=gen)
+        if host_syncs:  # what openpi's trainer does every step: read the loss and norm on the host
+            loss.item(), gnorm.item()
         ev[1].record()
         if i == warmup - 1:
             torch.cuda.synchronize()

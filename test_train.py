@@ -153,8 +153,6 @@ def test_ddp_two_processes_equal_one_process(tiny_data, tmp_path):
     wa, wb = M.read_safetensors(str(one / 'ckpt_4' / 'model.safetensors')), M.read_safetensors(str(two / 'ckpt_4' / 'model.safetensors'))
     diffs = [(wa[k].float() - wb[k].float()).abs().max().item() for k in wa]
     assert wa.keys() == wb.keys() and max(diffs) < 1e-5, f'final weights: max abs diff {max(diffs):.2e}, mean over tensors {sum(diffs) / len(diffs):.2e}'
-    moved = max((wa[k].float() - M.read_safetensors(str(one / 'ckpt_4' / 'model.safetensors'))[k].float()).abs().max().item() for k in wa)
-    assert moved == 0.0  # sanity: the file reads back identically
 
 
 @pytest.fixture(scope='module')
@@ -197,9 +195,29 @@ def test_checkpoint_loads_into_fresh_model(uninterrupted):
     assert all(k.startswith('paligemma_with_expert.') or not k.startswith(('layers.', 'vision.')) for k in keys), list(keys)[:5]
     state = torch.load(out / 'ckpt_10' / 'state.pt', weights_only=True)
     assert state['iter'] == 10 and state['config']['max_iters'] == 10 and state['loader'] == {'step': 10}, state.keys()
-    ema_moved = max((g['raw_model'].state_dict()[k] - g['ema_model'].model.state_dict()[k]).abs().max().item()
-                    for k in a)
-    assert ema_moved > 0, 'the EMA weights equal the trained weights: the EMA is not averaging'
+    torch.manual_seed(42)  # train.py's seed: the fresh init the run started from
+    init = M.build('tiny', 'cpu', compute_dtype=torch.float32, action_horizon=5, max_token_len=24).state_dict()
+    ema, final = g['ema_model'].model.state_dict(), g['raw_model'].state_dict()
+    from_init = max((ema[k] - init[k]).abs().max().item() for k in ema)
+    from_final = max((ema[k] - final[k]).abs().max().item() for k in ema)
+    assert from_init > 0 and from_final > 0, f'EMA vs init {from_init:.2e}, vs final weights {from_final:.2e}'
+
+
+def test_ema_update_is_lerp_in_fp32():
+    torch.manual_seed(0)
+    raw = M.build('tiny', 'cpu', compute_dtype=torch.float32)
+    raw.set_param_dtype(torch.bfloat16)
+    ema = train.EMA(raw, 0.9, attn='eager')
+    before = {k: v.clone() for k, v in ema.model.state_dict().items()}
+    with torch.no_grad():
+        for p in raw.parameters():
+            p.add_(1.0)
+    ema.update()
+    after, new = ema.model.state_dict(), raw.state_dict()
+    for name, p in raw.named_parameters():
+        want = before[name] if not p.requires_grad else 0.9 * before[name] + 0.1 * new[name].float()
+        assert after[name].dtype == torch.float32 and torch.allclose(after[name], want, rtol=0, atol=1e-6), \
+            f'{name}: max abs diff {(after[name] - want).abs().max().item():.2e}'
 
 
 def test_non_finite_loss_stops_with_message(tiny_data, tmp_path):

@@ -34,7 +34,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 import data
-from model import build, load_pretrained, save_pretrained, trim_batch
+from model import build, configs, load_pretrained, save_pretrained, trim_batch
 
 # -----------------------------------------------------------------------------
 # config: defaults, overridden by config/*.py and --key=value (configurator.py)
@@ -43,7 +43,7 @@ out_dir = 'out'                 # ckpt_<iter>/, losses.csv, log.txt
 init_from = 'scratch'           # 'scratch' | 'resume' (newest checkpoint in out_dir) | <model.safetensors or its dir>
 eval_interval = 500             # iterations between evaluations (also at the start and the end); 0: never
 eval_iters = 4                  # validation micro-batches per rank per evaluation
-ckpt_interval = 1000            # iterations between checkpoints (always one at the end); 0: only at the end
+ckpt_interval = 1000            # iterations between checkpoints (and one at the end); 0: only at the end; -1: never
 keep_last = 3                   # newest checkpoints kept; 0: all
 log_interval = 10               # iterations between log lines (each line is one host sync)
 timing_warmup = 3               # first iterations (compilation) are logged one by one and left out of the averages
@@ -131,7 +131,8 @@ def setup_model(conf, device, weights=None):
         raw.set_param_dtype(torch.bfloat16)
     if conf['fp8']:
         import fp8  # torchao, only when asked for
-        fp8.convert_to_fp8(raw, keep_list=conf['fp8_keep_list'] or None)
+        quiet = dist.is_available() and dist.is_initialized() and dist.get_rank() > 0
+        fp8.convert_to_fp8(raw, keep_list=conf['fp8_keep_list'] or None, verbose=not quiet)
     raw.set_recompute(conf['recompute'])
     if conf['compile']:
         import torch._dynamo
@@ -371,7 +372,7 @@ if __name__ == '__main__':
         device = 'cuda' if torch.cuda.is_available() else 'cpu'
     cuda = device.startswith('cuda')
     if cuda:
-        device = f'cuda:{local_rank}' if ddp else device
+        device = f'cuda:{local_rank}' if device == 'cuda' else device  # one GPU per process
         torch.cuda.set_device(device)
         # bf16-valued fp32 operands are exact in TF32, and TF32 is JAX's default fp32 matmul precision on GPU
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -401,7 +402,6 @@ if __name__ == '__main__':
 
     # data (the synthetic dataset is written once, by rank 0, when data_dir has none)
     if synthetic_episodes and master and not os.path.exists(os.path.join(data_dir, 'meta.json')):
-        from model import configs
         log(f'writing a synthetic dataset of {synthetic_episodes} episodes to {data_dir}')
         data.make_synthetic(data_dir, episodes=synthetic_episodes, image_size=configs[model_name].image_size,
                             seed=0, max_token_len=max_token_len)
@@ -524,7 +524,7 @@ if __name__ == '__main__':
             best_val_loss = min(best_val_loss, val_loss)
             last_eval = (val_loss, action_mse)
             log(msg)
-        if it > start_iter and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
+        if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
             flush()  # never checkpoint weights that saw a non-finite step
             if master:
                 state = {'iter': it, 'optimizer': optimizer.state_dict(), 'config': dict(config),
