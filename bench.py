@@ -41,22 +41,28 @@ seed = 0
 exec(open('configurator.py').read())
 # -----------------------------------------------------------------------------
 
-# each row adds one change to the row above; keys are train.py config globals
-COMMUNITY = dict(camera_slots=3, prompt_bucket=0, attn='eager', recompute='full', compile=False,
+# each row adds one change to the row above; keys are train.py config globals (host_syncs is emulated here)
+COMMUNITY = dict(prune_cameras=False, prompt_bucket=0, attn='eager', recompute='full', compile=False, compile_vision=False,
                  param_dtype='bfloat16', skip_unused=False, batched_vision=False, fused_adamw=False,
                  host_syncs=True, fp8=False)
-LADDER = [
-    ('community-equivalent', {}),
-    ('+ camera-slot pruning', dict(camera_slots=2)),
-    ('+ per-layer compile', dict(compile=True)),
-    ('+ FlexAttention', dict(attn='flex')),
-    ('ViT-only recompute', dict(recompute='vit')),
-    ('+ prompt-padding pruning', dict(prompt_bucket=32)),
-    ('+ waste removals', dict(skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)),
-    ('default: fp32 master weights', dict(param_dtype='float32')),
-    ('+ fp8', dict(fp8=True)),
+LADDER = [  # (short name, row label, change)
+    ('community', 'community-equivalent', {}),
+    ('camera', '+ camera-slot pruning', dict(prune_cameras=True)),
+    ('compile', '+ per-layer compile', dict(compile=True)),
+    ('flex', '+ FlexAttention', dict(attn='flex')),
+    ('vit', 'ViT-only recompute', dict(recompute='vit')),
+    ('prompt', '+ prompt-padding pruning', dict(prompt_bucket=32)),
+    ('waste', '+ waste removals', dict(skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)),
+    ('vision', '+ compiled SigLIP layers', dict(compile_vision=True)),
+    ('default', 'default: fp32 master weights', dict(param_dtype='float32')),
+    ('fp8', '+ fp8', dict(fp8=True)),
 ]
-NAMES = {'community': 0, 'camera': 1, 'compile': 2, 'flex': 3, 'vit': 4, 'prompt': 5, 'waste': 6, 'default': 7, 'fp8': 8}
+VARIANTS = {  # single changes to the default row, for decisions: --rows=default,norecompute,sdpa
+    'bf16': ('default with param_dtype=bfloat16', dict(param_dtype='bfloat16')),
+    'norecompute': ('default with recompute=none', dict(recompute='none')),
+    'sdpa': ('default with attn=sdpa', dict(attn='sdpa')),
+    'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
+}
 
 
 def prompt_lengths():
@@ -98,42 +104,60 @@ def matmul_peak(n=8192, iters=30):
     return 2 * n ** 3 * iters / (ev[0].elapsed_time(ev[1]) / 1e3) / 1e12
 
 
-def run_row(name, settings, batches, peak):
+class Timer:
+    """CUDA events on the GPU (no host sync between steps), wall clock on the CPU (dry runs of the script)."""
+    def __init__(self, device):
+        self.cuda = device == 'cuda'
+
+    def mark(self):
+        if self.cuda:
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            return ev
+        return time.perf_counter()
+
+    def ms(self, a, b):
+        return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
+
+
+def run_row(name, settings, batches, peak, device):
     """Build the model and optimizer as train.py does, run warmup + steps, return the measurements."""
     torch._dynamo.reset()
     gc.collect()
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
+    if device == 'cuda':
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
     settings = dict(settings)
     host_syncs = settings.pop('host_syncs', False)
+    if device == 'cpu' and settings['attn'] == 'flex':
+        settings['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
     conf = dict(train.default_config(), model_name=model_name, action_horizon=horizon, micro_batch=batch_size,
                 grad_accum=1, init_from='scratch', max_token_len=M.configs[model_name].max_token_len, **settings)
     t0 = time.time()
-    model, raw = train.setup_model(conf, device='cuda')
+    model, raw = train.setup_model(conf, device=device)
     opt = train.make_optimizer(raw, conf)
-    prepared = [train.prepare_micro_batch(b, conf, 'cuda') for b in batches]
+    prepared = [train.prepare_micro_batch(b, conf, device) for b in batches]
     flops = raw.estimate_flops(prepared[0])
-    gen = torch.Generator(device='cuda').manual_seed(seed)
-    times = []
+    gen = torch.Generator(device=device).manual_seed(seed)
+    timer, marks = Timer(device), []
     for i in range(warmup + steps):
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-        ev[0].record()
+        start = timer.mark()
         loss, gnorm = train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, lr=1e-5, gen=gen)
         if host_syncs:  # what openpi's trainer does every step: read the loss and norm on the host
             loss.item(), gnorm.item()
-        ev[1].record()
+        end = timer.mark()
         if i == warmup - 1:
-            torch.cuda.synchronize()
-            compile_s = time.time() - t0
+            loss.item()
+            setup_s = time.time() - t0
         if i >= warmup:
-            times.append(ev)
-    torch.cuda.synchronize()
-    ms = statistics.median(a.elapsed_time(b) for a, b in times)
-    if profile and name == active[-1][0]:
+            marks.append((start, end))
+    loss.item()
+    ms = statistics.median(timer.ms(a, b) for a, b in marks)
+    if profile and name == active[-1][0] and device == 'cuda':
         write_profile(model, raw, opt, prepared[0], conf, gen)
+    mem = torch.cuda.max_memory_allocated() / 2 ** 30 if device == 'cuda' else float('nan')
     res = dict(row=name, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
-               peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30,
-               reserved_gib=torch.cuda.max_memory_reserved() / 2 ** 30, setup_s=compile_s, tokens=prepared[0]['tokens'].shape[1])
+               peak_gib=mem, setup_s=setup_s, tokens=prepared[0]['tokens'].shape[1], loss=float(loss))
     del model, raw, opt
     return res
 
@@ -174,37 +198,47 @@ if __name__ == '__main__':
     lengths = prompt_lengths()
     gen = torch.Generator().manual_seed(seed)
     batches = [make_batch(cfg, batch_size, lengths, gen) for _ in range(2)]
-    peak = matmul_peak()
-    print(f"{torch.cuda.get_device_name()} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    peak = matmul_peak() if device == 'cuda' else float('nan')
+    gpu = torch.cuda.get_device_name() if device == 'cuda' else 'CPU (dry run)'
+    print(f"{gpu} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
           f"prompt lengths {min(lengths)}-{max(lengths)} tokens ({'tokenizer' if tokenizer else 'estimate'})", flush=True)
-    settings, ladder = dict(COMMUNITY), []
-    for name, change in LADDER:
+    settings, named = dict(COMMUNITY), {}
+    for short, label, change in LADDER:
         settings = dict(settings, **change)
-        ladder.append((name, dict(settings)))
-    active = ladder if rows == 'ladder' else [ladder[NAMES[r]] for r in rows.split(',')]
+        named[short] = (label, dict(settings))
+    for short, (label, change) in VARIANTS.items():
+        named[short] = (label, dict(named['default'][1], **change))
+    active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
     if recompute_table:
-        base = ladder[NAMES['default']][1]
+        base = named['default'][1]
         active += [(f'recompute {p}', dict(base, recompute=p)) for p in
-                   ('none', 'vit', 'layers.*.vlm.mlp', 'layers.*.attn', 'layers.*.expert.mlp')]
+                   ('none', 'vit', 'vit,layers.*.vlm.mlp', 'vit,layers.*.attn', 'vit,layers.*.expert.mlp')]
     results = []
     for name, s in active:
         try:
-            r = run_row(name, s, batches, peak)
+            r = run_row(name, s, batches, peak, device)
         except torch.OutOfMemoryError as e:
             print(f'{name}: out of memory ({str(e).splitlines()[0]})', flush=True)
+            continue
+        except Exception as e:  # report and go on with the next row
+            print(f'{name}: FAILED {type(e).__name__}: {str(e)[:2000]}', flush=True)
             continue
         results.append(r)
         print(json.dumps(r), flush=True)
         with open(os.path.join(out_dir, 'results.json'), 'w') as f:
             json.dump(results, f, indent=1)
-    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, "
+    print(f"\n{gpu}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, "
           f"micro-batch {batch_size}, bf16 matmul peak {peak:.0f} TFLOP/s (measured)\n")
     print(table(results))
     if recompute_table:
         rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
-        if 'none' in rc:
+        if 'none' in rc and 'vit' in rc:
             print('\n| recomputed | activation GiB saved | ms added | ms per GiB |\n|---|---|---|---|')
-            for k, r in rc.items():
-                if k != 'none':
-                    saved, added = rc['none']['peak_gib'] - r['peak_gib'], r['ms'] - rc['none']['ms']
-                    print(f"| {k} | {saved:.1f} | {added:.1f} | {added / saved if saved > 0 else float('nan'):.1f} |")
+            for k, r in rc.items():  # the ViT row against no recompute, the others against ViT-only recompute
+                if k == 'none':
+                    continue
+                base = rc['none'] if k == 'vit' else rc['vit']
+                saved, added = base['peak_gib'] - r['peak_gib'], r['ms'] - base['ms']
+                print(f"| {k.replace('vit,', '')} | {saved:.1f} | {added:.1f} | "
+                      f"{added / saved if saved > 0 else float('nan'):.1f} |")

@@ -328,14 +328,14 @@ def posemb_sincos(t, dim, min_period=4e-3, max_period=4.0):
     return torch.cat([x.sin(), x.cos()], dim=-1)
 
 
-def trim_batch(batch, bucket=32):
+def trim_batch(batch, bucket=32, cameras=True):
     """Shape decisions made on the CPU before the batch reaches the GPU, so the step never waits on the host:
     camera slots masked in every sample are dropped (case study section 1), and prompt slots that are padding in
     every sample are cut, keeping a multiple of `bucket` slots so compiled code sees few shapes (bucket 0: keep all).
     The loss is unchanged: dropped tokens are invisible to every valid token and never advance positions."""
     batch = dict(batch)
     keep = batch['image_mask'].any(0)
-    if not bool(keep.all()):
+    if cameras and not bool(keep.all()):
         batch['images'], batch['image_mask'] = batch['images'][:, keep], batch['image_mask'][:, keep]
     if bucket:
         L = batch['token_mask'].shape[1]
@@ -408,8 +408,8 @@ class Pi05(nn.Module):
     def set_recompute(self, recompute):
         """'none' | 'vit' | 'full' | comma-separated fnmatch patterns over the recompute units:
         vision.encoder.layers.N, layers.N, layers.N.attn, layers.N.vlm.mlp, layers.N.expert.mlp."""
-        patterns = {'none': [], 'vit': ['vision.encoder.layers.*'],
-                    'full': ['vision.encoder.layers.*', 'layers.*']}.get(recompute) or recompute.split(',')
+        presets = {'none': [], 'vit': ['vision.encoder.layers.*'], 'full': ['vision.encoder.layers.*', 'layers.*']}
+        patterns = [p for part in recompute.split(',') for p in presets.get(part, [part])]
         hit = lambda name: any(fnmatch.fnmatchcase(name, p) and name.count('.') == p.count('.') for p in patterns)
         for i, layer in enumerate(self.vision.encoder.layers):
             layer.recompute = hit(f'vision.encoder.layers.{i}')
@@ -738,13 +738,14 @@ def load_openpi_state_dict(model, sd, source='state dict'):
     return model
 
 
-def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, **overrides):
+def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, skip_unused=True,
+          **overrides):
     """Build Pi05 without materialising random weights twice: on the meta device, then on `device`, then either
     loaded from init_from or freshly initialised."""
     cfg = configs[name_or_cfg] if isinstance(name_or_cfg, str) else name_or_cfg
     cfg = replace(cfg, **overrides)
     with torch.device('meta'):
-        model = Pi05(cfg, attn=attn, compute_dtype=compute_dtype)
+        model = Pi05(cfg, attn=attn, compute_dtype=compute_dtype, skip_unused=skip_unused)
     model.to_empty(device=device)
     if init_from:
         load_pretrained(model, init_from)
