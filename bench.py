@@ -153,7 +153,7 @@ def run_row(name, settings, batches, peak, device):
             marks.append((start, end))
     loss.item()
     ms = statistics.median(timer.ms(a, b) for a, b in marks)
-    if profile and name == active[-1][0] and device == 'cuda':
+    if profile and name == named['default'][0] and device == 'cuda':  # the default configuration's step
         write_profile(model, raw, opt, prepared[0], conf, gen)
     mem = torch.cuda.max_memory_allocated() / 2 ** 30 if device == 'cuda' else float('nan')
     res = dict(row=name, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
@@ -210,10 +210,12 @@ if __name__ == '__main__':
     for short, (label, change) in VARIANTS.items():
         named[short] = (label, dict(named['default'][1], **change))
     active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
-    if recompute_table:
+    if recompute_table:  # 'recompute none' and 'recompute vit' reuse the norecompute and default rows when present
         base = named['default'][1]
+        have = {r[0] for r in active}
         active += [(f'recompute {p}', dict(base, recompute=p)) for p in
-                   ('none', 'vit', 'vit,layers.*.vlm.mlp', 'vit,layers.*.attn', 'vit,layers.*.expert.mlp')]
+                   ('none', 'vit', 'vit,layers.*.vlm.mlp', 'vit,layers.*.attn', 'vit,layers.*.expert.mlp')
+                   if not (p == 'none' and named['norecompute'][0] in have or p == 'vit' and named['default'][0] in have)]
     results = []
     for name, s in active:
         try:
@@ -233,6 +235,10 @@ if __name__ == '__main__':
     print(table(results))
     if recompute_table:
         rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
+        by_row = {r['row']: r for r in results}
+        rc.setdefault('none', by_row.get(named['norecompute'][0]))
+        rc.setdefault('vit', by_row.get(named['default'][0]))
+        rc = {k: v for k, v in rc.items() if v}
         if 'none' in rc and 'vit' in rc:
             print('\n| recomputed | activation GiB saved | ms added | ms per GiB |\n|---|---|---|---|')
             for k, r in rc.items():  # the ViT row against no recompute, the others against ViT-only recompute
