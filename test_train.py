@@ -244,3 +244,50 @@ def test_demo_config_learns(tmp_path):
     start, end = float(rows[0]['val_loss']), float(rows[-1]['val_loss'])
     assert [r['iter'] for r in rows] == ['0', '40'] and end < 0.7 * start, f'val loss {start:.4f} -> {end:.4f}'
     assert os.path.exists(tmp_path / 'synthetic' / 'meta.json') and g['it'] == 40
+
+# -----------------------------------------------------------------------------
+# the fused optimizer path
+
+
+def test_fused_clip_in_adamw_matches_clip_grad_norm():
+    """fused_adamw folds the clip into the kernel's grad_scale (and a non-finite norm into found_inf); the weights
+    after two clipped steps equal foreach AdamW after clip_grad_norm_."""
+    torch.manual_seed(0)
+    conf = dict(train.default_config(), model_name='tiny', action_horizon=5, max_token_len=24, attn='eager',
+                compile=False, recompute='none', dtype='float32', grad_clip=0.05, augment=False, micro_batch=2)
+    g = torch.Generator().manual_seed(0)
+    cfg = M.configs['tiny']
+    batch = dict(images=torch.randint(0, 256, (2, 2, 3, 28, 28), dtype=torch.uint8, generator=g),
+                 image_mask=torch.ones(2, 2, dtype=torch.bool), tokens=torch.randint(1, 100, (2, 24), generator=g),
+                 token_mask=torch.arange(24)[None] < torch.tensor([[7], [12]]), sample_id=torch.arange(2),
+                 actions=torch.randn(2, cfg.action_horizon, 32, generator=g))
+    weights = {}
+    for fused in (False, True):
+        c = dict(conf, fused_adamw=fused)
+        torch.manual_seed(0)
+        _, raw = train.setup_model(c, 'cpu')
+        with torch.no_grad():
+            for p in raw.parameters():
+                p.add_(torch.randn_like(p) * 0.05)
+        opt = train.make_optimizer(raw, c)
+        mb = train.prepare_micro_batch(batch, c, 'cpu')
+        norms = [float(train.train_step(raw, raw, opt, [mb], c, lr=1e-3, gen=torch.Generator().manual_seed(i))[1])
+                 for i in range(2)]
+        assert min(norms) > 10 * c['grad_clip'], f"the clip must be active for the test to mean anything: {norms}"
+        weights[fused] = {n: p.detach().clone() for n, p in raw.named_parameters()}
+    worst = max(float((weights[True][n] - w).abs().max() / w.abs().max().clamp_min(1e-12)) for n, w in weights[False].items())
+    assert worst < 1e-5, f"fused clip vs clip_grad_norm_: worst relative difference {worst:.2e}"
+
+
+def test_fused_adamw_skips_a_non_finite_step():
+    conf = dict(train.default_config(), model_name='tiny', dtype='float32')
+    _, raw = train.setup_model(dict(conf, compile=False, attn='eager'), 'cpu')
+    opt = train.make_optimizer(raw, conf)
+    before = {n: p.detach().clone() for n, p in raw.named_parameters()}
+    for p in raw.parameters():
+        if p.requires_grad:
+            p.grad = torch.full_like(p, float('nan'))
+    gnorm = torch.nn.utils.get_total_norm([p.grad for p in raw.parameters() if p.grad is not None])
+    opt.grad_scale, opt.found_inf = torch.ones(()), (~torch.isfinite(gnorm)).float()
+    opt.step()
+    assert all(torch.equal(before[n], p) for n, p in raw.named_parameters()), 'a NaN gradient must leave the weights'

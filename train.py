@@ -62,7 +62,8 @@ model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
 action_horizon = 50             # H, actions per chunk
 max_token_len = 200             # L, prompt slots
 attn = 'flex'                   # 'flex' | 'sdpa' | 'eager'
-recompute = 'vit'               # 'none' | 'vit' | 'full' | comma-separated patterns (model.Pi05.set_recompute)
+recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (Pi05.set_recompute); H200, micro-batch 32:
+                                # none 553 ms 96 GiB, vit 584 ms 82 GiB (bench.py); 'vit' on 80 GB GPUs
 compile = True                  # per-layer torch.compile
 compile_vision = True           # also compile each SigLIP layer (measured on the H200: -38 ms/step at micro-batch 32)
 skip_unused = True              # skip the last layer's prefix work whose result feeds nothing; False: the reference path
@@ -87,11 +88,11 @@ beta2 = 0.95
 eps = 1e-8
 weight_decay = 1e-10            # decoupled, applied to every parameter (openpi: mask None)
 grad_clip = 1.0                 # global-norm clip before the step; 0: off
-ema = True                      # fp32 EMA of the weights, evaluated and saved (openpi JAX trainer)
+ema = False                     # fp32 EMA of the weights, evaluated and saved (openpi's JAX trainer; +4 bytes/param)
 ema_decay = 0.999
 # system
 device = 'auto'                 # 'auto' (cuda if available) | 'cuda' | 'cpu'
-ddp_bucket_mb = 25              # DDP gradient bucket size, MiB
+ddp_bucket_mb = 0               # DDP gradient bucket size, MiB; 0: one joint layer's gradients, so buckets follow layers
 peak_tflops = 0.0               # per-GPU bf16 peak for MFU; 0: measure a bf16 matmul at startup (CUDA), n/a on CPU
 sample_steps = 10               # Euler steps of sample_actions in evaluation
 seed = 42
@@ -151,8 +152,14 @@ def setup_model(conf, device, weights=None):
         cuda = str(device).startswith('cuda')
         # frozen parameters never get a gradient, so no find_unused_parameters (and its graph walk every step)
         model = DDP(raw, device_ids=[torch.device(device).index] if cuda else None,
-                    bucket_cap_mb=conf['ddp_bucket_mb'], gradient_as_bucket_view=True)
+                    bucket_cap_mb=conf['ddp_bucket_mb'] or layer_grad_mib(raw), gradient_as_bucket_view=True)
     return model, raw
+
+
+def layer_grad_mib(raw):
+    """Gradient bytes of one joint layer (both streams): the bucket size at which DDP's buckets follow the layers,
+    each all-reduced as soon as that compiled layer's backward has produced it (case study section 5.3)."""
+    return sum(p.numel() * p.element_size() for p in raw.layers[0].parameters() if p.requires_grad) / 2 ** 20
 
 
 def make_optimizer(raw, conf):
