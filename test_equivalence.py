@@ -145,6 +145,14 @@ def test_flex_matches_eager_loss():
     assert_close(got, ref, 'flex vs eager loss')
 
 
+def test_batched_siglip_matches_per_camera_calls():
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    m.batched_vision = False
+    ref = loss_and_grads(m, b, n, t)
+    m.batched_vision = True
+    assert_same_function(ref, loss_and_grads(m, b, n, t), 'one SigLIP call vs one per camera')
+
+
 def test_pruned_matches_padded():
     """2 camera slots and a trimmed prompt == 3 slots (one masked in every sample) and 200 prompt slots."""
     cfg = replace(CFG, max_token_len=200)

@@ -4,6 +4,7 @@ joint layer's backward is its own autograd function, so a layer's gradient bucke
 are still in backward. Two gloo processes on the CPU record, with a DDP comm hook, when each bucket is launched and
 when the backward of the first layer has finished. Run: python -m pytest -q test_overlap.py
 """
+import datetime
 import os
 import tempfile
 from dataclasses import replace
@@ -18,7 +19,8 @@ import model as M
 def _worker(rank, world, init_file, compiled, out):
     import torch._dynamo
     torch._dynamo.config.optimize_ddp = False  # we split the graph per layer ourselves
-    dist.init_process_group('gloo', init_method=f'file://{init_file}', rank=rank, world_size=world)
+    dist.init_process_group('gloo', init_method=f'file://{init_file}', rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))  # fail rather than hang
     torch.manual_seed(0)
     cfg = replace(M.configs['tiny'], depth=6, width=128, mlp=512)
     m = M.Pi05(cfg, compute_dtype=torch.float32)
@@ -47,6 +49,7 @@ def _worker(rank, world, init_file, compiled, out):
         ddp(batch).backward()
     if rank == 0:
         torch.save(events, out)
+    dist.barrier()  # both ranks leave together
     dist.destroy_process_group()
 
 

@@ -36,7 +36,7 @@ def tiny_data(tmp_path_factory):
 def tiny_args(data_dir, out_dir, *extra):
     return ['--model_name=tiny', f'--data_dir={data_dir}', f'--out_dir={out_dir}', '--device=cpu',
             '--action_horizon=5', '--max_token_len=24', '--attn=eager', '--compile=False', '--recompute=none',
-            '--learning_rate=1e-3', '--warmup_iters=2', '--eval_iters=1', '--log_interval=4', *extra]
+            '--learning_rate=1e-3', '--warmup_iters=2', '--eval_iters=1', '--log_interval=4', '--ema=True', *extra]
 
 
 def run_train(args):
@@ -291,3 +291,27 @@ def test_fused_adamw_skips_a_non_finite_step():
     opt.grad_scale, opt.found_inf = torch.ones(()), (~torch.isfinite(gnorm)).float()
     opt.step()
     assert all(torch.equal(before[n], p) for n, p in raw.named_parameters()), 'a NaN gradient must leave the weights'
+
+
+def test_sigkill_mid_run_resumes_exactly(tiny_data, tmp_path, uninterrupted):
+    """A real crash: SIGKILL the training process at an arbitrary moment after its first checkpoint (possibly while
+    it writes the next one), resume, and get the uninterrupted run's losses.csv and final weights."""
+    import signal
+    import time
+    _, ref = uninterrupted
+    common = ['--ckpt_interval=4', '--eval_interval=3', '--grad_accum=2', '--micro_batch=4', '--keep_last=2', '--ema_decay=0.9']
+    args = tiny_args(tiny_data, tmp_path, '--max_iters=10', *common)
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, 'train.py'), *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (tmp_path / 'ckpt_4').exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / 'ckpt_10').exists(), 'the run finished before it could be killed; the test proves nothing'
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=10', '--init_from=resume', *common))
+    a, b = read_csv(ref / 'losses.csv'), read_csv(tmp_path / 'losses.csv')
+    mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
+    assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
+    wa, wb = M.read_safetensors(str(ref / 'ckpt_10' / 'model.safetensors')), M.read_safetensors(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the uninterrupted run'
