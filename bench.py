@@ -69,6 +69,8 @@ def prompt_lengths():
     """Token counts of the pi05 prompt `Task: {instr}, State: {8 ints};\\nAction: ` for the 40 LIBERO tasks.
     Without the tokenizer: BOS + 1.2 tokens per instruction word + 12 for the fixed text + 3.5 per state value
     (the Gemma tokenizer splits numbers into single digits; a value is a space and 1-3 digits)."""
+    if not os.path.exists(tasks_file):
+        raise FileNotFoundError(f"{tasks_file} not found: pass --tasks_file=<libero_tasks.tsv> (from ../shared/data)")
     with open(tasks_file) as f:
         instr = [r['instruction'] for r in csv.DictReader(f, delimiter='\t')]
     if tokenizer:

@@ -146,6 +146,9 @@ def setup_model(conf, device, weights=None):
         # per-layer compile already splits the graph for DDP's buckets; DDPOptimizer would compile around the
         # compiled layers and crash on FakeTensors (case study section 5.1)
         torch._dynamo.config.optimize_ddp = False
+        # each prompt bucket (up to max_token_len / prompt_bucket lengths) and each eval batch shape is one more
+        # compiled variant of the same layer code: keep them all instead of falling back to eager after 8
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
         raw.compile_layers(vision=conf['compile_vision'])
     model = raw
     if dist.is_available() and dist.is_initialized():
