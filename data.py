@@ -675,7 +675,7 @@ class Loader:
 
     def __init__(self, data_dir, split="train", micro_batch=32, grad_accum=1, rank=0, world_size=1, seed=0,
                  horizon=10, action_dim=32, prompt_format="pi05", camera_slots=None, val_fraction=0.05,
-                 val_episodes=None, prefetch=2, pin_memory=True, start_step=0, token_len=None):
+                 val_episodes=None, prefetch=2, pin_memory=True, start_step=0, token_len=None, transform=None):
         assert prompt_format in ("pi05", "pi0"), prompt_format
         assert 0 <= rank < world_size, (rank, world_size)
         with open(os.path.join(data_dir, "meta.json")) as f:
@@ -711,6 +711,7 @@ class Loader:
         self.global_batch = micro_batch * grad_accum * world_size
         self.seed, self.horizon, self.action_dim, self.prompt_format = seed, horizon, action_dim, prompt_format
         self.pin = pin_memory and torch.cuda.is_available()
+        self.transform = transform  # transform(micro_batch, wrist) -> micro_batch, run in the prefetch thread
         self.prefetch = prefetch
         self._perms = {}
         self.wait_time, self.last_wait = 0.0, 0.0
@@ -771,7 +772,9 @@ class Loader:
                      state=state.astype(np.float32), actions=actions.astype(np.float32), action_mask=action_mask,
                      sample_id=np.asarray(sample_id, np.int64))
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
-        return {k: v.pin_memory() for k, v in batch.items()} if self.pin else batch
+        if self.transform is not None:  # e.g. the trainer's CPU-side trimming, off the training thread
+            batch = self.transform(batch, self.wrist)
+        return {k: v.pin_memory() if self.pin and torch.is_tensor(v) else v for k, v in batch.items()}
 
     # --- iteration with a prefetch thread
     def _start(self):

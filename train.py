@@ -200,21 +200,25 @@ def draw_randomness(gen, G, horizon, action_dim, n_slots, augment):
     return noise, t, aug
 
 
-def prepare_micro_batch(batch, conf, device, wrist=None):
-    """A CPU micro-batch (data.Loader) -> trimmed on the CPU (model.trim_batch: camera slots masked in every sample
-    and prompt padding beyond the bucket are dropped) -> on the device without blocking. Adds 'slots' (the kept
-    camera slots, to slice augmentation parameters) and 'wrist' (their wrist flags; default openpi's slot order:
-    base camera, then wrist cameras)."""
+def trim_micro_batch(batch, conf, wrist=None):
+    """The CPU side of a micro-batch, run on the loader's prefetch thread (data.Loader transform): model.trim_batch
+    drops camera slots masked in every sample and prompt padding beyond the bucket. Adds 'slots' (the kept camera
+    slots, to slice augmentation parameters), 'n_slots' and 'wrist' (the kept slots' wrist flags; default openpi's
+    slot order: base camera, then wrist cameras)."""
     n_slots = batch['images'].shape[1]
     wrist = list(wrist) if wrist is not None else [i > 0 for i in range(n_slots)]
     keep = batch['image_mask'].any(0) if conf['prune_cameras'] else torch.ones(n_slots, dtype=torch.bool)
     kept = keep.nonzero()[:, 0]  # the slots trim_batch keeps
     out = trim_batch(batch, bucket=conf['prompt_bucket'], cameras=conf['prune_cameras'])
-    out = {k: v.to(device, non_blocking=True) for k, v in out.items()}
-    out['slots'] = kept.to(device, non_blocking=True)
-    out['n_slots'] = n_slots
-    out['wrist'] = tuple(wrist[i] for i in kept.tolist())
+    out.update(slots=kept, n_slots=n_slots, wrist=tuple(wrist[i] for i in kept.tolist()))
     return out
+
+
+def prepare_micro_batch(batch, conf, device, wrist=None):
+    """A CPU micro-batch -> trimmed (unless the loader thread did it) -> on the device without blocking."""
+    if 'slots' not in batch:
+        batch = trim_micro_batch(batch, conf, wrist)
+    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
 
 def train_step(model, raw, optimizer, micro_batches, conf, lr, gen):
@@ -462,7 +466,8 @@ if __name__ == '__main__':
 
     loader_kw = dict(rank=rank, world_size=world_size, seed=seed, horizon=action_horizon,
                      action_dim=raw_model.cfg.action_dim, prompt_format=prompt_format, camera_slots=camera_slots or None,
-                     val_fraction=val_fraction, token_len=max_token_len)
+                     val_fraction=val_fraction, token_len=max_token_len,
+                     transform=lambda b, wrist: trim_micro_batch(b, config, wrist))
     loader = data.Loader(data_dir, 'train', micro_batch, grad_accum, start_step=start_iter, **loader_kw)
     val_loader = data.Loader(data_dir, 'val', micro_batch, 1, prefetch=0, **loader_kw)
     log(f'data: {data_dir}, {len(loader.frames)} train / {len(val_loader.frames)} val frames, cameras '
