@@ -542,7 +542,8 @@ class Pi05(nn.Module):
 
     @torch.no_grad()
     def prefix_cache(self, batch):
-        """Prefix-only pass: per layer the post-RoPE K and V of the prefix (the last layer computes only those)."""
+        """Prefix-only pass: per layer the post-RoPE K and V of the prefix (the last layer's prefix output, which no
+        action token reads, is not computed)."""
         self.check_batch(batch)
         xp, valid = self.embed_prefix(batch)
         Lp = xp.shape[1]
