@@ -387,7 +387,8 @@ class Pi05(nn.Module):
                 nn.init.ones_(m.weight), nn.init.zeros_(m.bias)
             elif isinstance(m, RMSNorm):
                 nn.init.zeros_(m.weight)
-            elif isinstance(m, AdaRMSNorm):
+        for m in self.modules():  # after the loop above, which would re-initialise the Dense inside
+            if isinstance(m, AdaRMSNorm):
                 nn.init.zeros_(m.dense.weight), nn.init.zeros_(m.dense.bias)
         nn.init.normal_(self.vision.embeddings.position_embedding.weight, std=self.cfg.vit_width ** -0.5)
         nn.init.normal_(self.embed_tokens.weight, std=self.cfg.width ** -0.5)

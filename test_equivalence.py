@@ -279,6 +279,31 @@ def test_norms_follow_openpi():
     assert torch.all(gate == 3), 'adaRMS gate must be the raw third chunk'
 
 
+def test_fresh_init_follows_openpi_jax():
+    torch.manual_seed(0)
+    m = M.build('tiny', compute_dtype=torch.float32)
+    zero = [n for n, p in m.named_parameters() if ('dense' in n or n.endswith('layernorm.weight') or n.startswith('projector')
+                                                     or n == 'vlm_norm.weight') and 'vision' not in n]
+    assert len(zero) == 6 * CFG.depth + 5, zero  # per layer 2 RMSNorm + 2 adaRMS (w, b); projector, final norms
+    for n in zero:
+        assert torch.all(dict(m.named_parameters())[n] == 0), f'{n} must start at zero (JAX init)'
+    for n, p in m.named_parameters():
+        if n.endswith('proj.weight') and 'layers' in n:
+            std = float(p.std()) * p.shape[1] ** 0.5
+            assert 0.6 < std < 1.2, f'{n}: lecun-normal std x sqrt(fan_in) = {std:.2f}'
+    # zero gates: every expert block starts as the identity on the action stream
+    b, (n, t) = make_batch(), noise_time()
+    x_t = t[:, None, None] * n + (1 - t[:, None, None]) * b['actions']
+    xs, cond = m.embed_suffix(x_t, t)
+    with torch.no_grad():
+        layer = m.layers[0]
+        xp, _ = m.embed_prefix(b)
+        valid = torch.ones(3, xp.shape[1] + CFG.action_horizon, dtype=torch.bool)
+        cos, sin = M.rope_tables(torch.cumsum(valid, 1) - 1, CFG.head_dim)
+        _, xs1 = layer(xp, xs, cond, cos, sin, flex_mask.additive_mask(valid, xp.shape[1], torch.float32), 'eager')
+    assert torch.equal(xs1, xs)
+
+
 def test_loss_dims_option():
     m, b, (n, t) = make_model(), make_batch(), noise_time()
     with torch.no_grad():
