@@ -164,22 +164,43 @@ def run_row(name, settings, batches, peak, device):
     return res
 
 
+def kernel_kind(name):
+    n = name.lower()
+    if any(s in n for s in ('nvjet', 'gemm', 'cutlass', 'xmma')):
+        return 'GEMM'
+    if any(s in n for s in ('flex', 'sdpa', 'fmha', 'flash', 'attention')):
+        return 'attention'
+    if 'adam' in n or 'multi_tensor' in n:
+        return 'optimizer'
+    return 'fused elementwise (Triton)' if n.startswith('triton') else 'other'
+
+
+def trace_summary(trace_path):
+    """Where one profiled step's time goes: kernel time per kind and GPU idle time (gaps between kernels), from
+    the Kineto trace. Returns {kind: ms} with 'span' and 'idle' added."""
+    with open(trace_path) as f:
+        kernels = sorted((e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X' and e.get('cat') == 'kernel'),
+                         key=lambda e: e['ts'])
+    out = {'span': 0.0, 'idle': 0.0}
+    end = kernels[0]['ts']
+    for e in kernels:
+        out[kernel_kind(e['name'])] = out.get(kernel_kind(e['name']), 0.0) + e['dur'] / 1e3
+        out['idle'] += max(0.0, e['ts'] - end) / 1e3
+        end = max(end, e['ts'] + e['dur'])
+    out['span'] = (end - kernels[0]['ts']) / 1e3
+    return out
+
+
 def write_profile(model, raw, opt, batch, conf, gen):
     from torch.profiler import ProfilerActivity, profile as kineto
     with kineto(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         train.train_step(model, raw, opt, [batch], conf, lr=1e-5, gen=gen)
         torch.cuda.synchronize()
-    prof.export_chrome_trace(os.path.join(out_dir, 'trace.json'))
-    events = [e for e in prof.key_averages() if e.device_type.name == 'CUDA' or getattr(e, 'self_device_time_total', 0) > 0]
-    tot = sum(e.self_device_time_total for e in events) or 1
-    kinds = {'gemm': 0.0, 'flex/attention': 0.0, 'triton fused': 0.0, 'other': 0.0}
-    for e in events:
-        n = e.key.lower()
-        k = ('gemm' if any(s in n for s in ('gemm', 'cutlass', 'sm90_xmma', 'nvjet', 'cublas', 'mm_')) else
-             'flex/attention' if any(s in n for s in ('flex', 'attention', 'fmha', 'flash')) else
-             'triton fused' if n.startswith('triton') else 'other')
-        kinds[k] += e.self_device_time_total
-    print('\nprofile: share of GPU kernel time: ' + ', '.join(f'{k} {v / tot:.1%}' for k, v in kinds.items()))
+    path = os.path.join(out_dir, 'trace.json')
+    prof.export_chrome_trace(path)
+    s = trace_summary(path)
+    print(f"\nprofile of one step ({s.pop('span'):.1f} ms from first to last kernel): " +
+          ', '.join(f'{k} {v:.1f} ms' for k, v in sorted(s.items(), key=lambda kv: -kv[1])))
     print(prof.key_averages().table(sort_by='self_device_time_total', row_limit=25, max_name_column_width=90))
 
 

@@ -315,3 +315,22 @@ def test_sigkill_mid_run_resumes_exactly(tiny_data, tmp_path, uninterrupted):
     assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
     wa, wb = M.read_safetensors(str(ref / 'ckpt_10' / 'model.safetensors')), M.read_safetensors(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
     assert all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the uninterrupted run'
+
+
+def test_bench_trace_summary_counts_kinds_and_idle(tmp_path):
+    """bench.py's profile account: kernel time per kind and the gaps between kernels, from a Kineto trace."""
+    import json
+    sys.argv, argv = ['bench.py'], sys.argv
+    try:
+        import bench
+    finally:
+        sys.argv = argv
+    ev = [dict(ph='X', cat='kernel', name='nvjet_sm90_tst_192x192', ts=0, dur=1000),
+          dict(ph='X', cat='kernel', name='triton_poi_fused_add_0', ts=1500, dur=500),   # 0.5 ms idle before
+          dict(ph='X', cat='kernel', name='flex_attention_fwd', ts=1800, dur=400),       # overlaps: no idle
+          dict(ph='X', cat='cpu_op', name='aten::mm', ts=0, dur=5000),                  # not a kernel
+          dict(ph='X', cat='kernel', name='multi_tensor_apply_kernel<FusedAdam>', ts=3200, dur=300)]  # 1 ms idle
+    (tmp_path / 't.json').write_text(json.dumps({'traceEvents': ev}))
+    s = bench.trace_summary(str(tmp_path / 't.json'))
+    assert s == {'span': 3.5, 'idle': 1.5, 'GEMM': 1.0, 'fused elementwise (Triton)': 0.5, 'attention': 0.4,
+                 'optimizer': 0.3}, s
