@@ -304,6 +304,76 @@ def test_fresh_init_follows_openpi_jax():
     assert torch.equal(xs1, xs)
 
 
+def spec_joint_layer(layer, xp, xs, cond, pad, prefix_len):
+    """Pi0.5 spec section 3.1 written out independently in float64: norms, QKV, RoPE on cumsum(pad) - 1 positions,
+    one attention over [prefix; suffix] under openpi's make_att_2d_masks rule, o_proj, gated residuals, GeGLU MLPs."""
+    d = lambda t: t.detach().double()
+    lin = lambda x, m: x @ d(m.weight).T + (d(m.bias) if m.bias is not None else 0)
+
+    def norm(x, mod, c=None):
+        n = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        if c is None:
+            return n * (1 + d(mod.weight)), None
+        scale, shift, gate = lin(c, mod.dense)[:, None].chunk(3, -1)
+        return n * (1 + scale) + shift, gate
+
+    def rope(x, pos):  # x (B, T, heads, Dh): rotate-half, angle pos / 10000^(2i/Dh)
+        half = x.shape[-1] // 2
+        ang = pos.double()[..., None, None] / 10000 ** (torch.arange(half, dtype=torch.float64) * 2 / x.shape[-1])
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * ang.cos() - x2 * ang.sin(), x2 * ang.cos() + x1 * ang.sin()], -1)
+
+    def mlp(x, m):
+        return lin(torch.nn.functional.gelu(lin(x, m.gate_proj), approximate='tanh') * lin(x, m.up_proj), m.down_proj)
+
+    xp, xs, cond = d(xp), d(xs), d(cond)
+    B, T, Dh = xp.shape[0], pad.shape[1], layer.cfg.head_dim
+    pos = torch.cumsum(pad.long(), 1) - 1
+    hp, _ = norm(xp, layer.vlm.input_layernorm)
+    hs, g1 = norm(xs, layer.expert.input_layernorm, cond)
+    heads = lambda h, m, name: lin(h, getattr(m.self_attn, name)).view(B, h.shape[1], -1, Dh)
+    q = rope(torch.cat([heads(hp, layer.vlm, 'q_proj'), heads(hs, layer.expert, 'q_proj')], 1), pos)
+    k = rope(torch.cat([heads(hp, layer.vlm, 'k_proj'), heads(hs, layer.expert, 'k_proj')], 1), pos)
+    v = torch.cat([heads(hp, layer.vlm, 'v_proj'), heads(hs, layer.expert, 'v_proj')], 1)
+    visible = flex_mask.dense_reference(pad, flex_mask.pi05_ar(prefix_len, T - prefix_len).expand(B, -1))
+    logits = torch.einsum('bqhd,bkd->bhqk', q, k[:, :, 0]) / Dh ** 0.5
+    p = torch.softmax(logits.masked_fill(~visible[:, None], -2.3819763e38), -1)
+    o = torch.einsum('bhqk,bkd->bqhd', p, v[:, :, 0]).flatten(2)
+    xp = xp + lin(o[:, :prefix_len], layer.vlm.self_attn.o_proj)
+    xp = xp + mlp(norm(xp, layer.vlm.post_attention_layernorm)[0], layer.vlm.mlp)
+    xs = xs + lin(o[:, prefix_len:], layer.expert.self_attn.o_proj) * g1
+    h2, g2 = norm(xs, layer.expert.post_attention_layernorm, cond)
+    return xp, xs + mlp(h2, layer.expert.mlp) * g2
+
+
+def test_joint_layer_matches_spec_written_out():
+    """The reference path itself against the spec: a layer of the fp32 model vs the float64 transcription above
+    (valid tokens only: padding rows are never read)."""
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    with torch.no_grad():
+        xp, valid_p = m.embed_prefix(b)
+        xs, cond = m.embed_suffix(t[:, None, None] * n + (1 - t[:, None, None]) * b['actions'], t)
+        pad = torch.cat([valid_p, torch.ones(3, CFG.action_horizon, dtype=torch.bool)], 1)
+        cos, sin = M.rope_tables(torch.cumsum(pad, 1) - 1, CFG.head_dim)
+        P = xp.shape[1]
+        got_p, got_s = m.layers[0](xp, xs, cond, cos, sin, flex_mask.additive_mask(pad, P, torch.float32), 'eager')
+        ref_p, ref_s = spec_joint_layer(m.layers[0], xp, xs, cond, pad, P)
+    assert_close(got_s, ref_s.float(), 'action stream vs the spec', rtol=1e-5, atol=1e-5)
+    assert_close(got_p[valid_p], ref_p[valid_p].float(), 'prefix stream vs the spec', rtol=1e-5, atol=1e-5)
+
+
+def test_prefix_embedding_scales_text_not_images():
+    m, b = make_model(), make_batch()
+    with torch.no_grad():
+        x, valid = m.embed_prefix(b)
+        n_img = b['images'].shape[1] * CFG.patches
+        img = b['images'].flatten(0, 1).float() / 255 * 2 - 1
+        ref_img = m.projector(m.vision(img, torch.float32)).view(3, n_img, -1)
+    assert_close(x[:, :n_img], ref_img, 'image tokens are the projector output, unscaled')
+    assert_close(x[:, n_img:], m.embed_tokens(b['tokens']) * CFG.width ** 0.5, 'text tokens x sqrt(width)')
+    assert torch.equal(valid[:, n_img:], b['token_mask']) and torch.equal(valid[:, :n_img], b['image_mask'].repeat_interleave(CFG.patches, 1))
+
+
 def test_loss_dims_option():
     m, b, (n, t) = make_model(), make_batch(), noise_time()
     with torch.no_grad():
