@@ -38,7 +38,7 @@ tokenizer = ''             # path to the PaliGemma SentencePiece model for exact
 tasks_file = '../shared/data/libero_tasks.tsv'
 out_dir = 'bench_out'      # JSON/CSV results and the trace
 seed = 0
-exec(open('configurator.py').read())
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
 # -----------------------------------------------------------------------------
 
 # each row adds one change to the row above; keys are train.py config globals (host_syncs is emulated here)

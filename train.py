@@ -70,7 +70,7 @@ skip_unused = True              # skip the last layer's prefix work whose result
 batched_vision = True           # one SigLIP call over all cameras; False: one per camera (openpi)
 fused_adamw = True              # fused AdamW with the clip folded into its grad_scale; False: foreach AdamW + clip_grad_norm_
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
-fp8_keep_list = ''              # fp8.py --validate output (e.g. 'fp8_keep.txt'); '': fp8.py's static rules only
+fp8_keep_list = 'fp8_keep.txt'  # the Linears `fp8.py --validate` measured faster in fp8; '': fp8.py's static rules only
 dtype = 'auto'                  # compute dtype 'bfloat16' | 'float32' | 'auto' (bf16 on CUDA, fp32 on CPU)
 param_dtype = 'float32'         # 'float32' (fp32 master weights and AdamW moments) | 'bfloat16' (pure bf16, openpi torch)
 loss_dims = 0                   # 0: loss over all 32 action dims (openpi); n: over the first n (LeRobot)
@@ -140,7 +140,12 @@ def setup_model(conf, device, weights=None):
     if conf['fp8']:
         import fp8  # torchao, only when asked for
         quiet = dist.is_available() and dist.is_initialized() and dist.get_rank() > 0
-        fp8.convert_to_fp8(raw, keep_list=conf['fp8_keep_list'] or None, verbose=not quiet)
+        # _scaled_mm's weight-gradient GEMM contracts over tokens, which must be a multiple of 16, else pad
+        aligned = fp8.rows_aligned(raw.cfg, conf['micro_batch'], prompt_slots=conf['prompt_bucket'] or conf['max_token_len'])
+        keep = conf['fp8_keep_list']
+        if keep and not os.path.exists(keep):  # a relative name: the file next to train.py
+            keep = os.path.join(os.path.dirname(os.path.abspath(__file__)), keep)
+        fp8.convert_to_fp8(raw, keep_list=keep or None, pad_inner_dim=not aligned, verbose=not quiet)
     raw.set_recompute(conf['recompute'])
     if conf['compile']:
         # per-layer compile already splits the graph for DDP's buckets; DDPOptimizer would compile around the
