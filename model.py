@@ -111,14 +111,19 @@ class AdaRMSNorm(nn.Module):
         return (n * (1 + scale.float()) + shift.float()).to(x.dtype), gate
 
 
+def maybe_recompute(flag, fn, *args):
+    """fn(*args), its activations recomputed in backward (non-reentrant checkpoint) when flag is set."""
+    if flag and torch.is_grad_enabled():
+        return checkpoint(fn, *args, use_reentrant=False)
+    return fn(*args)
+
+
 class Checkpointable(nn.Module):
-    """A module whose forward can be recomputed in backward (non-reentrant), switched by Pi05.set_recompute."""
+    """A module whose forward can be recomputed in backward, switched by Pi05.set_recompute."""
     recompute = False
 
     def forward(self, *args):
-        if self.recompute and torch.is_grad_enabled():
-            return checkpoint(self.body, *args, use_reentrant=False)
-        return self.body(*args)
+        return maybe_recompute(self.recompute, self.body, *args)
 
 
 class GemmaMLP(Checkpointable):
@@ -196,9 +201,7 @@ class JointLayer(nn.Module):
         self.expert = GemmaLayer(cfg.expert_width, cfg.expert_mlp, cfg, cond_dim=cfg.expert_width)
 
     def forward(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        if self.recompute and torch.is_grad_enabled():
-            return checkpoint(self.body, xp, xs, cond, cos, sin, mask, attn_impl, use_reentrant=False)
-        return self.body(xp, xs, cond, cos, sin, mask, attn_impl)
+        return maybe_recompute(self.recompute, self.body, xp, xs, cond, cos, sin, mask, attn_impl)
 
     def qkv(self, layer, x, cos, sin, cond=None):
         B, T, _ = x.shape
@@ -216,10 +219,7 @@ class JointLayer(nn.Module):
         return o[:, :Lp], o[:, Lp:], gate
 
     def body(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        if self.recompute_attn and torch.is_grad_enabled():
-            op, os_, gate = checkpoint(self.attend, xp, xs, cond, cos, sin, mask, attn_impl, use_reentrant=False)
-        else:
-            op, os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
+        op, os_, gate = maybe_recompute(self.recompute_attn, self.attend, xp, xs, cond, cos, sin, mask, attn_impl)
         xp = xp + self.vlm.self_attn.o_proj(op)
         xp = xp + self.vlm.mlp(self.vlm.post_attention_layernorm(xp)[0])
         return xp, suffix_out(self.expert, xs, os_, gate, cond)
@@ -244,10 +244,7 @@ class LastJointLayer(JointLayer):
         return attention(qs, torch.cat([kp, ks], 1), torch.cat([vp, vs], 1), mask, attn_impl), gate
 
     def body(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        if self.recompute_attn and torch.is_grad_enabled():
-            os_, gate = checkpoint(self.attend, xp, xs, cond, cos, sin, mask, attn_impl, use_reentrant=False)
-        else:
-            os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
+        os_, gate = maybe_recompute(self.recompute_attn, self.attend, xp, xs, cond, cos, sin, mask, attn_impl)
         return xp, suffix_out(self.expert, xs, os_, gate, cond)
 
 # -----------------------------------------------------------------------------
@@ -485,7 +482,7 @@ class Pi05(nn.Module):
         """Attention masks for the full layers and for the last layer (action queries only), built once per batch."""
         if self.attn == 'flex':  # the last layer's 50 action queries use sdpa: flex has no kernel for so few queries
             last = (flex_mask.block_mask(valid, prefix_len) if not self.skip_unused else
-                    flex_mask.additive_mask(valid, prefix_len, self.compute_dtype, q_start=prefix_len))
+                    self.additive_mask(valid, prefix_len, q_start=prefix_len))
             return flex_mask.block_mask(valid, prefix_len), last
         full = self.additive_mask(valid, prefix_len)
         return full, (full[:, :, prefix_len:] if self.skip_unused else full)
@@ -550,7 +547,7 @@ class Pi05(nn.Module):
         Lp = xp.shape[1]
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
         impl = 'eager' if self.attn == 'eager' else 'sdpa'  # inference: no BlockMask needed
-        mask = flex_mask.additive_mask(valid, Lp, torch.float32 if impl == 'eager' else self.compute_dtype)
+        mask = self.additive_mask(valid, Lp)
         kv = []
         for i, layer in enumerate(self.layers):
             q, k, v, _ = layer.qkv(layer.vlm, xp, cos, sin)
@@ -569,7 +566,7 @@ class Pi05(nn.Module):
         pos = valid_p.sum(1, keepdim=True) + torch.arange(H, device=x_t.device)  # suffix positions follow the valid prefix
         cos, sin = rope_tables(pos, self.cfg.head_dim)
         impl = 'eager' if self.attn == 'eager' else 'sdpa'
-        mask = flex_mask.additive_mask(valid, Lp, torch.float32 if impl == 'eager' else self.compute_dtype, q_start=Lp)
+        mask = self.additive_mask(valid, Lp, q_start=Lp)
         xs, cond = self.embed_suffix(x_t, t)
         for layer, (kp, vp) in zip(self.layers, cache['kv']):
             q, k, v, gate = layer.qkv(layer.expert, xs, cos, sin, cond)
