@@ -1,16 +1,19 @@
 """
-Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one row per cumulative setting.
+Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one row per setting, in one run.
 
     python bench.py                                   # the ladder on one GPU, markdown table at the end
-    python bench.py --rows=default,fp8 --steps=20     # selected rows
+    python bench.py --rows=default,fp8 --steps=20     # selected rows (LADDER and VARIANTS below)
     python bench.py --recompute_table=True            # activation GiB saved and ms added per recompute unit
-    python bench.py --profile=True --rows=default     # one Kineto trace of a steady-state step + top kernels
+    python bench.py --profile=True --rows=default     # one profiled steady-state step: time per kernel kind, idle
+    python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
+    python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
 
-The model and the optimizer step are built by train.py's own functions (setup_model, make_optimizer, train_step),
-so the numbers are those of the trainer. Batches: 2 real cameras (+ an optional 3rd slot masked in every sample, as
-openpi pads LIBERO), 50 actions, prompts in the pi05 format with 8 state values whose lengths follow the 40 LIBERO
-instructions (../shared/data/libero_tasks.tsv). Token counts come from the real tokenizer when `tokenizer` is given,
-else from an estimate (documented in prompt_lengths).
+Every row builds the model and optimizer with train.py's own functions (build_model, wrap_model, make_optimizer)
+and times train.py's train_step, so the numbers are those of the trainer; the switches that only rebuild the
+community-equivalent rows (REFERENCE below) are applied here, on what those functions build. Batches: 2 real cameras
+(+ a 3rd slot masked in every sample, as openpi pads LIBERO), the model config's action horizon, prompts in the
+pi05 format with 8 state values whose lengths follow the 40 LIBERO instructions (assets/libero_tasks.tsv). Token
+counts come from the real tokenizer when `tokenizer` is given, else from an estimate (prompt_lengths).
 """
 import csv
 import gc
@@ -18,34 +21,41 @@ import json
 import os
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
+import data
 import model as M
 import train
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 # -----------------------------------------------------------------------------
-# config (overridable: python bench.py --key=value)
+# config (python bench.py --key=value)
 model_name = 'pi05'        # model.configs key
 batch_size = 32            # micro-batch per GPU
-horizon = 50               # action horizon H
 steps = 10                 # timed steps (median reported)
 warmup = 3                 # untimed steps (the first includes compilation)
-rows = 'ladder'            # 'ladder' or comma-separated row names (see LADDER)
+rows = 'ladder'            # 'ladder' or comma-separated row names (LADDER, VARIANTS)
 recompute_table = False    # also measure the recompute cost table
-profile = False            # write a Kineto trace of the last row's steady-state step and print the top kernels
+profile = False            # profile one steady-state step of the default row: time per kernel kind, GPU idle
+fp8_validate = False       # profile bf16 and fp8 steps of the default row, keep the Linears fp8 makes faster
+fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (train.py reads fp8_keep.txt)
+compare = ''               # 'fp8' | 'fp32': loss curves of the default row and this precision, same init and batches
+compare_steps = 500
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
-tasks_file = '../shared/data/libero_tasks.tsv'
-out_dir = 'bench_out'      # JSON/CSV results and the trace
+tasks_file = os.path.join(HERE, 'assets', 'libero_tasks.tsv')
+out_dir = 'bench_out'      # JSON/CSV results and logs
 seed = 0
-exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
 # -----------------------------------------------------------------------------
 
-# each row adds one change to the row above; keys are train.py config globals (host_syncs is emulated here)
+CAMERAS = ('image', 'wrist_image', 'right_wrist_image')  # the batches' slots; the third is masked in every sample
+# switches that exist only to rebuild the community-equivalent rows; everything else is a train.py config key
+REFERENCE = dict(prune_cameras=True, skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)
 COMMUNITY = dict(prune_cameras=False, prompt_bucket=0, attn='eager', recompute='full', compile=False, compile_vision=False,
-                 param_dtype='bfloat16', skip_unused=False, batched_vision=False, fused_adamw=False,
-                 host_syncs=True, fp8=False)
-LADDER = [  # (short name, row label, change)
+                 param_dtype='bfloat16', skip_unused=False, batched_vision=False, fused_adamw=False, host_syncs=True, fp8=False)
+LADDER = [  # (short name, row label, change); each row adds one change to the row above
     ('community', 'community-equivalent', {}),
     ('camera', '+ camera-slot pruning', dict(prune_cameras=True)),
     ('compile', '+ per-layer compile', dict(compile=True)),
@@ -65,45 +75,31 @@ VARIANTS = {  # single changes to the default row, for decisions: --rows=default
 }
 
 
+def named_rows():
+    """{short name: (label, settings)} for the ladder (cumulative) and the variants (each on the default row)."""
+    settings, named = dict(COMMUNITY), {}
+    for short, label, change in LADDER:
+        settings = dict(settings, **change)
+        named[short] = (label, dict(settings))
+    for short, (label, change) in VARIANTS.items():
+        named[short] = (label, dict(named['default'][1], **change))
+    return named
+
+
 def prompt_lengths():
     """Token counts of the pi05 prompt `Task: {instr}, State: {8 ints};\\nAction: ` for the 40 LIBERO tasks.
     Without the tokenizer: BOS + 1.2 tokens per instruction word + 12 for the fixed text + 3.5 per state value
     (the Gemma tokenizer splits numbers into single digits; a value is a space and 1-3 digits)."""
     if not os.path.exists(tasks_file):
-        raise FileNotFoundError(f"{tasks_file} not found: pass --tasks_file=<libero_tasks.tsv> (from ../shared/data)")
+        raise SystemExit(f"{tasks_file} not found: pass --tasks_file=<a tsv with an 'instruction' column>")
     with open(tasks_file) as f:
         instr = [r['instruction'] for r in csv.DictReader(f, delimiter='\t')]
     if tokenizer:
-        import data
         import numpy as np
         state = np.linspace(-0.9, 0.9, 8)  # 8 normalized LIBERO state values
         tok = data.load_tokenizer(tokenizer)
         return [len(data.encode_prompt(tok, t, state)) for t in instr]
     return [round(1 + 1.2 * len(t.split()) + 12 + 3.5 * 8) for t in instr]
-
-
-def make_batch(cfg, B, lengths, gen):
-    L = cfg.max_token_len
-    lens = torch.tensor([lengths[i] for i in torch.randint(len(lengths), (B,), generator=gen)])
-    return dict(images=torch.randint(0, 256, (B, 3, 3, cfg.image_size, cfg.image_size), dtype=torch.uint8, generator=gen),
-                image_mask=torch.tensor([True, True, False]).expand(B, 3).clone(),
-                tokens=torch.randint(1, cfg.vocab, (B, L), generator=gen) * (torch.arange(L) < lens[:, None]),
-                token_mask=torch.arange(L) < lens[:, None],
-                actions=torch.randn(B, horizon, cfg.action_dim, generator=gen), sample_id=torch.arange(B))
-
-
-def matmul_peak(n=8192, iters=30):
-    """Sustained bf16 matmul TFLOP/s of this GPU, measured now (MFU is quoted against it)."""
-    a, b = torch.randn(n, n, device='cuda', dtype=torch.bfloat16), torch.randn(n, n, device='cuda', dtype=torch.bfloat16)
-    for _ in range(5):
-        a @ b
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    ev[0].record()
-    for _ in range(iters):
-        a @ b
-    ev[1].record()
-    torch.cuda.synchronize()
-    return 2 * n ** 3 * iters / (ev[0].elapsed_time(ev[1]) / 1e3) / 1e12
 
 
 class Timer:
@@ -122,29 +118,43 @@ class Timer:
         return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
 
 
-def run_row(name, settings, batches, peak, device):
-    """Build the model and optimizer as train.py does, run warmup + steps, return the measurements."""
-    torch._dynamo.reset()
+def free_memory():
+    torch._dynamo.reset()  # compiled code holds the old modules
     gc.collect()
-    if device == 'cuda':
+    if torch.cuda.is_available():
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    settings = dict(settings)
-    host_syncs = settings.pop('host_syncs', False)
-    if device == 'cpu' and settings['attn'] == 'flex':
-        settings['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
-    conf = dict(train.default_config(), model_name=model_name, action_horizon=horizon, micro_batch=batch_size,
-                grad_accum=1, init_from='scratch', max_token_len=M.configs[model_name].max_token_len, **settings)
+
+
+def setup_row(settings, batches, device, **cfg_overrides):
+    """Model, optimizer and prepared batches of one row, built as train.py builds them, with REFERENCE's switches
+    applied. Returns (model, raw, optimizer, conf, prepared batches, wrist flags, host_syncs)."""
+    s = dict(settings)
+    ref = {k: s.pop(k, v) for k, v in REFERENCE.items()}
+    if device == 'cpu' and s.get('attn') == 'flex':
+        s['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
+    conf = dict(train.default_config(), model_name=model_name, micro_batch=batch_size, grad_accum=1, init_from='scratch', **s)
+    trimmed = [data.trim_batch(b, conf['prompt_bucket'], cameras=ref['prune_cameras']) for b in batches]
+    kept = trimmed[0][1]
+    raw = train.build_model(conf, device, skip_unused=ref['skip_unused'], batched_vision=ref['batched_vision'], **cfg_overrides)
+    model = train.wrap_model(raw, conf, device, cameras=len(kept))
+    opt = train.make_optimizer(raw, conf, fused=ref['fused_adamw'])
+    prepared = [train.to_device(b, device) for b, _ in trimmed]
+    return model, raw, opt, conf, prepared, [data.is_wrist(CAMERAS[i]) for i in kept], ref['host_syncs']
+
+
+def run_row(label, settings, batches, peak, device, profile_step=False):
+    """Build the row, run warmup + steps of train_step, return the measurements (and profile one more step)."""
+    free_memory()
     t0 = time.time()
-    model, raw = train.setup_model(conf, device=device)
-    opt = train.make_optimizer(raw, conf)
-    prepared = [train.prepare_micro_batch(b, conf, device) for b in batches]
+    model, raw, opt, conf, prepared, wrist, host_syncs = setup_row(settings, batches, device)
     flops = raw.estimate_flops(prepared[0])
     gen = torch.Generator(device=device).manual_seed(seed)
+    step = lambda i: train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, 1e-5, gen, wrist)
     timer, marks = Timer(device), []
     for i in range(warmup + steps):
         start = timer.mark()
-        loss, gnorm = train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, lr=1e-5, gen=gen)
+        loss, gnorm = step(i)
         if host_syncs:  # what openpi's trainer does every step: read the loss and norm on the host
             loss.item(), gnorm.item()
         end = timer.mark()
@@ -155,13 +165,40 @@ def run_row(name, settings, batches, peak, device):
             marks.append((start, end))
     loss.item()
     ms = statistics.median(timer.ms(a, b) for a, b in marks)
-    if profile and name == named['default'][0] and device == 'cuda':  # the default configuration's step
-        write_profile(model, raw, opt, prepared[0], conf, gen)
+    if profile_step:
+        summary, prof = profiled(lambda: step(0), device)
+        print(f"\nprofile of one step of '{label}' ({summary.pop('span'):.1f} ms from first to last kernel): " +
+              ', '.join(f'{k} {v:.1f} ms' for k, v in sorted(summary.items(), key=lambda kv: -kv[1])))
+        print(prof.key_averages().table(sort_by='self_device_time_total' if device == 'cuda' else 'self_cpu_time_total',
+                                        row_limit=25, max_name_column_width=90))
     mem = torch.cuda.max_memory_allocated() / 2 ** 30 if device == 'cuda' else float('nan')
-    res = dict(row=name, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
+    res = dict(row=label, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
                peak_gib=mem, setup_s=setup_s, tokens=prepared[0]['tokens'].shape[1], loss=float(loss))
     del model, raw, opt
     return res
+
+# -----------------------------------------------------------------------------
+# profiles: one reader of torch.profiler's events for the kernel account and the fp8 validation
+
+
+def profiled(fn, device, record_shapes=False):
+    """Run fn once under torch.profiler; returns (trace_summary of its kernels, the profile)."""
+    from torch.profiler import ProfilerActivity, profile as kineto
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == 'cuda' else [])
+    with kineto(activities=acts, record_shapes=record_shapes) as prof:
+        fn()
+        if device == 'cuda':
+            torch.cuda.synchronize()
+    return trace_summary(kernel_events(prof)), prof
+
+
+def kernel_events(prof):
+    """(name, start us, duration us) of every GPU kernel and copy of a profile, in start order; the user ranges
+    (record_function, Optimizer.step) that also appear on the GPU timeline are left out."""
+    out = [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
+           if e.device_type == torch.autograd.DeviceType.CUDA and not getattr(e, 'is_user_annotation', False)
+           and not e.name.startswith(('train_step.', 'Optimizer.'))]
+    return sorted(out, key=lambda k: k[1])
 
 
 def kernel_kind(name):
@@ -175,33 +212,133 @@ def kernel_kind(name):
     return 'fused elementwise (Triton)' if n.startswith('triton') else 'other'
 
 
-def trace_summary(trace_path):
-    """Where one profiled step's time goes: kernel time per kind and GPU idle time (gaps between kernels), from
-    the Kineto trace. Returns {kind: ms} with 'span' and 'idle' added."""
-    with open(trace_path) as f:
-        kernels = sorted((e for e in json.load(f)['traceEvents'] if e.get('ph') == 'X' and e.get('cat') == 'kernel'),
-                         key=lambda e: e['ts'])
+def trace_summary(kernels):
+    """Where one profiled step's time goes: kernel time per kind and GPU idle time (gaps between kernels).
+    kernels: (name, start us, duration us) in start order. Returns {kind: ms} with 'span' and 'idle' added."""
     out = {'span': 0.0, 'idle': 0.0}
-    end = kernels[0]['ts']
-    for e in kernels:
-        out[kernel_kind(e['name'])] = out.get(kernel_kind(e['name']), 0.0) + e['dur'] / 1e3
-        out['idle'] += max(0.0, e['ts'] - end) / 1e3
-        end = max(end, e['ts'] + e['dur'])
-    out['span'] = (end - kernels[0]['ts']) / 1e3
+    if not kernels:
+        return out
+    end = kernels[0][1]
+    for name, start, dur in kernels:
+        out[kernel_kind(name)] = out.get(kernel_kind(name), 0.0) + dur / 1e3
+        out['idle'] += max(0.0, start - end) / 1e3
+        end = max(end, start + dur)
+    out['span'] = (end - kernels[0][1]) / 1e3
     return out
 
 
-def write_profile(model, raw, opt, batch, conf, gen):
-    from torch.profiler import ProfilerActivity, profile as kineto
-    with kineto(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        train.train_step(model, raw, opt, [batch], conf, lr=1e-5, gen=gen)
-        torch.cuda.synchronize()
-    path = os.path.join(out_dir, 'trace.json')
-    prof.export_chrome_trace(path)
-    s = trace_summary(path)
-    print(f"\nprofile of one step ({s.pop('span'):.1f} ms from first to last kernel): " +
-          ', '.join(f'{k} {v:.1f} ms' for k, v in sorted(s.items(), key=lambda kv: -kv[1])))
-    print(prof.key_averages().table(sort_by='self_device_time_total', row_limit=25, max_name_column_width=90))
+def fp8_keep_list(named, batches, device):
+    """Profile one steady-state step of the default row in bf16 and in fp8 (static rules, no keep-list), attribute
+    every GEMM to its Linear group by shape (fp8.py) and keep the groups fp8 makes faster: prints the table and
+    writes fp8_keep_out."""
+    import fp8
+    results = {}
+    for precision in ('bf16', 'fp8'):
+        free_memory()
+        settings = dict(named['default'][1], fp8=precision == 'fp8', fp8_keep_list='')
+        model, raw, opt, conf, prepared, wrist, _ = setup_row(settings, batches, device)
+        if precision == 'bf16':  # shapes per Linear, from an eager pass of the unconverted model
+            rows = fp8.linear_rows(M.build(raw.cfg, device, compute_dtype=raw.compute_dtype), prepared[0])
+            sig_to_group, groups = fp8.gemm_groups(raw, rows)
+            static = {d.fqn: d for d in fp8.decisions(raw)}
+        gen = torch.Generator(device=device).manual_seed(seed)
+        step = lambda: train.train_step(model, raw, opt, [prepared[0]], conf, 1e-5, gen, wrist)
+        timer = Timer(device)
+        for _ in range(warmup):
+            step()
+        a = timer.mark()
+        for _ in range(steps):
+            step()
+        b = timer.mark()
+        if device == 'cuda':
+            torch.cuda.synchronize()
+        summary, prof = profiled(step, device, record_shapes=True)
+        gemms = fp8.gemm_events(prof, device)
+        times, counts = fp8.attribute(gemms, sig_to_group)
+        gemm_ms = sum(g.us for g in gemms) / 1e3
+        kernel_ms = sum(v for k, v in summary.items() if k not in ('span', 'idle'))
+        results[precision] = times, timer.ms(a, b) / steps, gemm_ms, kernel_ms
+        print(f"{precision}: {results[precision][1]:.1f} ms/step | GEMM {gemm_ms:.1f} of {kernel_ms:.1f} ms kernel time "
+              f"({100 * gemm_ms / max(kernel_ms, 1e-9):.0f}%) | {len(gemms)} GEMMs, {counts.get('unmatched', 0)} unmatched", flush=True)
+        del model, raw, opt
+    keep, table = fp8.keep_list_lines(results['bf16'][0], results['fp8'][0], groups, static)
+    w = max(len(r[0]) for r in table)
+    print(f"{'GEMM group (Linears that share GEMM shapes)':<{w}} {'n':>4} {'fp8':>4} {'bf16 ms':>8} {'fp8 ms':>8} {'x':>6}  decision")
+    for label, n, ncand, b, f, x, decision in table:
+        print(f'{label:<{w}} {n:>4} {ncand:>4} {b:8.2f} {f:8.2f} {x:6.2f}  {decision}')
+    (_, ms_b, g_b, k_b), (_, ms_f, g_f, k_f) = results['bf16'], results['fp8']
+    head = (f"# fp8 keep-list written by `python bench.py --fp8_validate=True` on {time.strftime('%Y-%m-%d')}: "
+            f"{torch.cuda.get_device_name() if device == 'cuda' else device}, torch {torch.__version__}, {model_name}, "
+            f"batch {batch_size}\n# GEMM share of kernel time {100 * g_b / k_b:.0f}% -> {100 * g_f / k_f:.0f}%, "
+            f"step {ms_b:.1f} -> {ms_f:.1f} ms\n")
+    with open(fp8_keep_out, 'w') as f:
+        f.write(head + ''.join(f'# {r[0]}: bf16 {r[3]:.2f} ms, fp8 {r[4]:.2f} ms, {r[5]:.2f}x -> {r[6]}\n'
+                               for r in table if r[2]) + '\n'.join(keep) + '\n')
+    print(f'step {ms_b:.1f} -> {ms_f:.1f} ms ({ms_b / ms_f:.3f}x) | wrote {len(keep)} FQNs to {fp8_keep_out}')
+
+# -----------------------------------------------------------------------------
+# --compare: two precisions trained from the same init on the same batches, noise and times
+
+
+def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, lr=1e-4, pool_size=64):
+    """Loss curves of the default row and the same row with variant ('fp8': fp8 Linears; 'fp32': fp32 compute) at
+    pi05 widths with depth-4 streams and SigLIP, through train.py's train_step: Pearson correlation and mean
+    relative error of the two curves, a CSV always and a PNG when matplotlib is installed."""
+    import numpy as np
+    base = dict(named['default'][1], recompute='none', fp8_keep_list='', augment=False, learning_rate=lr, decay_lr=lr,
+                warmup_iters=20, grad_clip=1.0)
+    change = {'fp8': dict(fp8=True), 'fp32': dict(dtype='float32')}[variant]
+    cfg = replace(M.configs[model_name], depth=depth, vit_depth=vit_depth)
+    g = torch.Generator().manual_seed(seed)
+    pool = data.random_batch(cfg, pool_size, prompt_slots=min(64, cfg.max_token_len), generator=g)
+    walk = torch.randn(pool_size, cfg.action_horizon, cfg.action_dim, generator=g).cumsum(1)  # learnable targets
+    pool['actions'] = walk / walk.std(dim=1, keepdim=True).clamp_min(1e-3)
+    curves, init = {}, None
+    for name, settings in (('default', base), (variant, dict(base, **change))):
+        free_memory()
+        s = {k: v for k, v in settings.items() if k not in REFERENCE}
+        conf = dict(train.default_config(), model_name=model_name, micro_batch=B, grad_accum=1, **s)
+        torch.manual_seed(seed)
+        raw = train.build_model(conf, device, depth=depth, vit_depth=vit_depth)
+        if init is None:
+            init = {k: v.clone() for k, v in raw.state_dict().items()}
+        raw.load_state_dict(init)  # the same initial weights
+        model = train.wrap_model(raw, conf, device, cameras=2)
+        opt = train.make_optimizer(raw, conf)
+        losses, t0 = torch.zeros(n_steps, device=device), time.perf_counter()
+        for i in range(n_steps):
+            idx = torch.randint(0, pool_size, (B,), generator=torch.Generator().manual_seed(1_000_003 * seed + i))
+            batch = train.to_device(dict({k: v[idx] for k, v in pool.items()}, sample_id=torch.arange(B)), device)
+            loss, _ = train.train_step(model, raw, opt, [batch], conf, train.lr_at(i, conf),
+                                       train.step_generator(seed, i, device), [False, True])
+            losses[i] = loss
+        curves[name] = losses.cpu().double().numpy()
+        print(f'{name}: {n_steps} steps in {time.perf_counter() - t0:.0f} s (compile included), loss '
+              f'{curves[name][:10].mean():.4f} -> {curves[name][-10:].mean():.4f}', flush=True)
+        del model, raw, opt
+    a, b = curves['default'], curves[variant]
+    pearson, rel = float(np.corrcoef(a, b)[0, 1]), float(np.mean(np.abs(b - a) / np.abs(a)))
+    path = os.path.join(out_dir, f'{variant}_vs_default_loss')
+    with open(path + '.csv', 'w') as f:
+        f.write(f'step,default,{variant}\n' + ''.join(f'{i},{x:.6f},{y:.6f}\n' for i, (x, y) in enumerate(zip(a, b))))
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(9, 5))
+        for name, y in curves.items():
+            ax.plot(y, lw=1, alpha=0.8, label=name)
+        ax.set(xlabel='step', ylabel='loss', title=f'{model_name} depth {depth}, micro-batch {B}: pearson {pearson:.5f}, '
+               f'mean rel. err. {100 * rel:.2f}%')
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path + '.png', dpi=100)
+        plot = f' | {path}.png'
+    except ImportError:
+        plot = ' (no matplotlib: no plot)'
+    print(f'loss {variant} vs default over {n_steps} steps | pearson {pearson:.5f} | mean rel err {100 * rel:.3f}% | '
+          f'{path}.csv{plot}')
+    return pearson, rel
 
 
 def table(results):
@@ -213,41 +350,67 @@ def table(results):
     return '\n'.join(lines)
 
 
+def recompute_rows(named, active):
+    """The rows the recompute table needs beyond `active` ('recompute none' and 'recompute vit' reuse the
+    norecompute and default rows when those run anyway)."""
+    base, have = named['default'][1], {label for label, _ in active}
+    return [(f'recompute {p}', dict(base, recompute=p)) for p in
+            ('none', 'vit', 'vit,layers.*.vlm.mlp', 'vit,layers.*.attn', 'vit,layers.*.expert.mlp')
+            if not (p == 'none' and named['norecompute'][0] in have or p == 'vit' and named['default'][0] in have)]
+
+
+def recompute_table_md(named, results):
+    rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
+    by_row = {r['row']: r for r in results}
+    rc.setdefault('none', by_row.get(named['norecompute'][0]))
+    rc.setdefault('vit', by_row.get(named['default'][0]))
+    rc = {k: v for k, v in rc.items() if v}
+    if 'none' not in rc or 'vit' not in rc:
+        return ''
+    lines = ['| recomputed | activation GiB saved | ms added | ms per GiB |', '|---|---|---|---|']
+    for k, r in rc.items():  # the ViT row against no recompute, the others against ViT-only recompute
+        if k != 'none':
+            base = rc['none'] if k == 'vit' else rc['vit']
+            saved, added = base['peak_gib'] - r['peak_gib'], r['ms'] - base['ms']
+            lines.append(f"| {k.replace('vit,', '')} | {saved:.1f} | {added:.1f} | {added / saved if saved > 0 else float('nan'):.1f} |")
+    return '\n'.join(lines)
+
+
 if __name__ == '__main__':
+    exec(open(os.path.join(HERE, 'configurator.py')).read())
     os.makedirs(out_dir, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.manual_seed(seed)
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    gpu = torch.cuda.get_device_name() if device == 'cuda' else 'CPU (dry run)'
+    named = named_rows()
+    if compare:
+        print(f'{gpu} | torch {torch.__version__} | compare default vs {compare}', flush=True)
+        compare_losses(named, compare, compare_steps, device)
+        raise SystemExit
     cfg = M.configs[model_name]
     lengths = prompt_lengths()
     gen = torch.Generator().manual_seed(seed)
-    batches = [make_batch(cfg, batch_size, lengths, gen) for _ in range(2)]
-    device = 'cuda' if torch.cuda.is_available() else 'cpu'
-    peak = matmul_peak() if device == 'cuda' else float('nan')
-    gpu = torch.cuda.get_device_name() if device == 'cuda' else 'CPU (dry run)'
+    batches = [data.random_batch(cfg, batch_size, cameras=2, empty_slots=1, prompt_lengths=lengths, generator=gen)
+               for _ in range(2)]
+    if fp8_validate:
+        fp8_keep_list(named, batches, device)
+        raise SystemExit
+    peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
     print(f"{gpu} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
           f"prompt lengths {min(lengths)}-{max(lengths)} tokens ({'tokenizer' if tokenizer else 'estimate'})", flush=True)
-    settings, named = dict(COMMUNITY), {}
-    for short, label, change in LADDER:
-        settings = dict(settings, **change)
-        named[short] = (label, dict(settings))
-    for short, (label, change) in VARIANTS.items():
-        named[short] = (label, dict(named['default'][1], **change))
     active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
-    if recompute_table:  # 'recompute none' and 'recompute vit' reuse the norecompute and default rows when present
-        base = named['default'][1]
-        have = {r[0] for r in active}
-        active += [(f'recompute {p}', dict(base, recompute=p)) for p in
-                   ('none', 'vit', 'vit,layers.*.vlm.mlp', 'vit,layers.*.attn', 'vit,layers.*.expert.mlp')
-                   if not (p == 'none' and named['norecompute'][0] in have or p == 'vit' and named['default'][0] in have)]
+    if recompute_table:
+        active += recompute_rows(named, active)
     results = []
-    for name, s in active:
+    for label, settings in active:
         try:
-            r = run_row(name, s, batches, peak, device)
+            r = run_row(label, settings, batches, peak, device, profile_step=profile and label == named['default'][0])
         except torch.OutOfMemoryError as e:
-            print(f'{name}: out of memory ({str(e).splitlines()[0]})', flush=True)
+            print(f'{label}: out of memory ({str(e).splitlines()[0]})', flush=True)
             continue
         except Exception as e:  # report and go on with the next row
-            print(f'{name}: FAILED {type(e).__name__}: {str(e)[:2000]}', flush=True)
+            print(f'{label}: FAILED {type(e).__name__}: {str(e)[:2000]}', flush=True)
             continue
         results.append(r)
         print(json.dumps(r), flush=True)
@@ -257,17 +420,4 @@ if __name__ == '__main__':
           f"micro-batch {batch_size}, bf16 matmul peak {peak:.0f} TFLOP/s (measured)\n")
     print(table(results))
     if recompute_table:
-        rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
-        by_row = {r['row']: r for r in results}
-        rc.setdefault('none', by_row.get(named['norecompute'][0]))
-        rc.setdefault('vit', by_row.get(named['default'][0]))
-        rc = {k: v for k, v in rc.items() if v}
-        if 'none' in rc and 'vit' in rc:
-            print('\n| recomputed | activation GiB saved | ms added | ms per GiB |\n|---|---|---|---|')
-            for k, r in rc.items():  # the ViT row against no recompute, the others against ViT-only recompute
-                if k == 'none':
-                    continue
-                base = rc['none'] if k == 'vit' else rc['vit']
-                saved, added = base['peak_gib'] - r['peak_gib'], r['ms'] - base['ms']
-                print(f"| {k.replace('vit,', '')} | {saved:.1f} | {added:.1f} | "
-                      f"{added / saved if saved > 0 else float('nan'):.1f} |")
+        print('\n' + recompute_table_md(named, results))

@@ -23,14 +23,12 @@ Prepared format (one directory; every array is a .npy file opened with mmap_mode
 Prompts are tokenized at preparation time so training never needs sentencepiece. The pi05 prompt holds the
 discretized normalized state, so it is stored per frame; the pi0-style prompt (what pi05_libero uses) per task.
 
-Training side (train.py), one step:
+Training side (train.py): the loader yields this rank's micro-batches of a step, prompt padding already cut on its
+prefetch thread (trim_batch), and the wrist flags of its camera slots come from meta.json:
 
-    loader = Loader(data_dir, "train", micro_batch, grad_accum, rank, world_size, seed, horizon, prompt_format="pi0")
-    g = torch.Generator().manual_seed(seed * 1_000_003 + loader.step)   # same draw on every rank
-    params = sample_augment_params(loader.global_batch, loader.camera_slots, generator=g)
-    for mb in loader.next():                                          # grad_accum dicts of CPU tensors
-        p = {k: v[mb["sample_id"]] for k, v in params.items()}      # this micro-batch's rows
-        images = augment_images(mb["images"].cuda(non_blocking=True), loader.wrist, {k: v.cuda() for k, v in p.items()})
+    loader = Loader(data_dir, "train", micro_batch, grad_accum, rank, world_size, seed, horizon, prompt_bucket=32)
+    for mb in next(loader):                                  # grad_accum dicts of (pinned) CPU tensors
+        images = augment_images(mb["images"].cuda(), loader.wrist, params)   # params: sample_augment_params
 
 pi05_libero uses prompt_format="pi0" (openpi sets discrete_state_input=False there); "pi05" puts the state in the
 prompt. Tests: python -m pytest -q test_data.py
@@ -169,10 +167,6 @@ def resize_with_pad(img, size):
     canvas.paste(small, ((size - nw) // 2, (size - nh) // 2))
     return np.asarray(canvas)
 
-def to_model_images(images):
-    """uint8 -> float32 in [-1, 1] (openpi Observation.from_dict: x / 255 * 2 - 1)."""
-    return images.float() / 255.0 * 2.0 - 1.0
-
 def sample_augment_params(n, n_cams, generator=None, device="cpu"):
     """independent augmentation parameters per example and camera, each (n, n_cams[, 2]).
     draw them for the whole global batch from one seeded generator and index by sample_id, so every
@@ -233,6 +227,11 @@ def augment_images(images, wrist, params):
 # preparation: LeRobot dataset -> prepared directory
 
 PREFIXES = ("observation.images.", "observation.")
+
+def is_wrist(camera):
+    """the naming rule for wrist cameras (no geometric augmentation, openpi models/model.py): 'wrist' in the
+    name. decided once, at preparation, and kept in meta.json's 'wrist' list; everything later reads that list."""
+    return "wrist" in camera.lower()
 
 def _resolve_key(features, name, what):
     # accept LIBERO's bare keys (image, state) and LeRobot's prefixed ones (observation.images.top, observation.state)
@@ -538,7 +537,7 @@ def prepare(src, out, tokenizer, cameras=("image", "wrist_image"), state_key="st
         raise ValueError(f"task_index values {sorted(unknown)} are not in the dataset's task table")
     task = np.array([remap[t] for t in task.tolist()], np.int32)
     meta = dict(format=1, source=os.path.abspath(src), codebase_version=info.get("codebase_version"),
-                cameras=cameras, camera_keys=jobs[0]["keys"]["cams"], wrist=["wrist" in c for c in cameras],
+                cameras=cameras, camera_keys=jobs[0]["keys"]["cams"], wrist=[is_wrist(c) for c in cameras],
                 image_size=S, fps=float(info["fps"]), episode_index=[j["episode"] for j in jobs],
                 tokenizer=str(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
                 vocab_size=int(tok.get_piece_size()) if hasattr(tok, "get_piece_size") else len(tok.vocab))
@@ -634,12 +633,52 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
     words = ["Task", "State", "Action", ":", ",", ";", "\n"] + [str(i) for i in range(-1, 256)]
     words += [w for t in tasks for w in t.split()]
     tok = WordTokenizer(words)
-    meta = dict(format=1, source="synthetic", cameras=["image", "wrist_image"], wrist=[False, True],
+    cameras = ["image", "wrist_image"]
+    meta = dict(format=1, source="synthetic", cameras=cameras, wrist=[is_wrist(c) for c in cameras],
                 image_size=S, fps=10.0, tokenizer="words", vocab=tok.vocab, vocab_size=len(tok.vocab), seed=seed)
     return _finish(out_dir, meta, state, actions, starts, task_index, tasks, tok, max_token_len)
 
 # -----------------------------------------------------------------------------
 # loader
+
+def trim_batch(batch, bucket=32, cameras=True):
+    """Shape decisions made on the CPU before the batch reaches the GPU, so the step never waits on the host:
+    camera slots masked in every sample are dropped (cameras=True), and prompt slots that are padding in every
+    sample are cut, keeping a multiple of `bucket` slots so compiled code sees few shapes (bucket 0: keep all).
+    The loss is unchanged: dropped tokens are invisible to every valid token and never advance positions
+    (test_equivalence.py). Returns (trimmed batch, indices of the camera slots kept)."""
+    batch = dict(batch)
+    n_slots = batch["image_mask"].shape[1]
+    kept = batch["image_mask"].any(0).nonzero()[:, 0].tolist() if cameras else list(range(n_slots))
+    if len(kept) < n_slots:
+        batch["images"], batch["image_mask"] = batch["images"][:, kept], batch["image_mask"][:, kept]
+    if bucket:
+        L = batch["token_mask"].shape[1]
+        used = batch["token_mask"].any(0).nonzero()
+        n = int(used.max()) + 1 if len(used) else 1
+        n = min(L, -(-n // bucket) * bucket)
+        batch["tokens"], batch["token_mask"] = batch["tokens"][:, :n], batch["token_mask"][:, :n]
+    return batch, kept
+
+def random_batch(cfg, B, cameras=2, empty_slots=0, prompt_lengths=None, prompt_slots=None, generator=None,
+                 device="cpu"):
+    """a batch of random content shaped like LIBERO's, for benchmarks and tests. cfg: a model config (image_size,
+    vocab, max_token_len, action_horizon, action_dim). `cameras` real camera slots, then `empty_slots` masked in
+    every sample (openpi pads LIBERO's two cameras to three); prompts padded to prompt_slots (default
+    cfg.max_token_len), their lengths drawn from prompt_lengths (default prompt_slots/2 ... prompt_slots), the first
+    sample's always the longest so trimming gives the same shape for every batch; actions N(0, 1)."""
+    g = dict(generator=generator, device=device)
+    L = prompt_slots or cfg.max_token_len
+    choices = torch.tensor(prompt_lengths or range(L // 2, L + 1), device=device)
+    lens = choices[torch.randint(len(choices), (B,), **g)]
+    lens[0] = choices.max()
+    n, S = cameras + empty_slots, cfg.image_size
+    mask = (torch.arange(n, device=device) < cameras).expand(B, n).clone()
+    token_mask = torch.arange(L, device=device) < lens[:, None]
+    return dict(images=torch.randint(0, 256, (B, n, 3, S, S), dtype=torch.uint8, **g) * mask[:, :, None, None, None],
+                image_mask=mask, tokens=torch.randint(1, cfg.vocab, (B, L), **g) * token_mask, token_mask=token_mask,
+                actions=torch.randn(B, cfg.action_horizon, cfg.action_dim, **g),
+                sample_id=torch.arange(B, device=device))
 
 def split_episodes(num_episodes, val_fraction=0.05, val_episodes=None):
     """(train, val) episode positions. val_episodes: a count or a list; else round(val_fraction * E),
@@ -675,7 +714,7 @@ class Loader:
 
     def __init__(self, data_dir, split="train", micro_batch=32, grad_accum=1, rank=0, world_size=1, seed=0,
                  horizon=10, action_dim=32, prompt_format="pi05", camera_slots=None, val_fraction=0.05,
-                 val_episodes=None, prefetch=2, pin_memory=True, start_step=0, token_len=None, transform=None):
+                 val_episodes=None, prefetch=2, pin_memory=True, start_step=0, token_len=None, prompt_bucket=0):
         assert prompt_format in ("pi05", "pi0"), prompt_format
         assert 0 <= rank < world_size, (rank, world_size)
         with open(os.path.join(data_dir, "meta.json")) as f:
@@ -711,7 +750,7 @@ class Loader:
         self.global_batch = micro_batch * grad_accum * world_size
         self.seed, self.horizon, self.action_dim, self.prompt_format = seed, horizon, action_dim, prompt_format
         self.pin = pin_memory and torch.cuda.is_available()
-        self.transform = transform  # transform(micro_batch, wrist) -> micro_batch, run in the prefetch thread
+        self.prompt_bucket = prompt_bucket  # >0: prompt padding cut to a multiple of this, on the prefetch thread
         self.prefetch = prefetch
         self._perms = {}
         self.wait_time, self.last_wait = 0.0, 0.0
@@ -772,8 +811,8 @@ class Loader:
                      state=state.astype(np.float32), actions=actions.astype(np.float32), action_mask=action_mask,
                      sample_id=np.asarray(sample_id, np.int64))
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
-        if self.transform is not None:  # e.g. the trainer's CPU-side trimming, off the training thread
-            batch = self.transform(batch, self.wrist)
+        if self.prompt_bucket:  # camera slots stay: padded ones are the reference layout, asked for on purpose
+            batch, _ = trim_batch(batch, self.prompt_bucket, cameras=False)
         return {k: v.pin_memory() if self.pin and torch.is_tensor(v) else v for k, v in batch.items()}
 
     # --- iteration with a prefetch thread

@@ -1,19 +1,21 @@
 """
 Pi0.5 (openpi's pi05): SigLIP So400m/14 + Gemma 2B + a Gemma-300M action expert trained with flow matching.
 
-The math is openpi's JAX model (../shared/docs/pi05_spec.md): fp32 RoPE angles and rotation, fp32 attention logits and
-softmax, fp32 RMSNorm statistics, bf16 activations. Parameters may be fp32 (master weights, the default) or bf16;
-every Linear computes in its input's dtype. Weights load from openpi PyTorch and LeRobot `model.safetensors` files.
+The math is openpi's JAX model (docs/numerics.md says what is matched and why): fp32 RoPE angles and rotation, fp32
+attention logits and softmax, fp32 RMSNorm statistics, bf16 activations. Parameters may be fp32 (master weights) or
+bf16; every Linear computes in its input's dtype. Weights load from openpi PyTorch and LeRobot `model.safetensors`.
 
 Shape letters: B batch, N camera slots, S image side, P patches per image, L prompt slots, H action horizon,
 T = N*P + L + H tokens, D width, Hq query heads, Dh head dim, A action dim (32).
 
-    model = Pi05(configs['tiny'])
-    loss = model(trim_batch(batch))            # batch: images (B,N,3,S,S), image_mask, tokens, token_mask, actions
-    actions = model.sample_actions(batch)      # 10 Euler steps with a prefix KV cache
+    model = build('tiny')
+    loss = model(batch)                       # batch: images (B,N,3,S,S), image_mask, tokens, token_mask, actions
+    actions = model.sample_actions(batch)     # 10 Euler steps with a prefix KV cache
+    apply_recompute(model, 'vit')             # training wrappers, applied from outside in this order
+    apply_compile(model)                      #   (after fp8.convert_to_fp8, before DDP)
+
+This file holds no training logic: no optimizer, no DDP, no logging, no global torch settings.
 """
-import fnmatch
-import json
 import math
 import os
 import re
@@ -50,6 +52,7 @@ class Pi05Config:
     action_dim: int = 32       # A
     action_horizon: int = 50   # H
     max_token_len: int = 200   # L
+    camera_slots: int = 3      # N at most: openpi's base_0_rgb, left_wrist_0_rgb, right_wrist_0_rgb
 
     @property
     def patches(self):
@@ -86,16 +89,20 @@ class LayerNorm(nn.LayerNorm):
         return F.layer_norm(x.float(), self.normalized_shape, self.weight.float(), self.bias.float(), self.eps).to(x.dtype)
 
 
+def rms(x):
+    """x * rsqrt(mean(x^2) + 1e-6) in fp32 (gemma.py RMSNorm)."""
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
 class RMSNorm(nn.Module):
-    """Gemma RMSNorm: x * rsqrt(mean(x^2) + 1e-6) * (1 + w), statistics and scaling in fp32 (gemma.py RMSNorm)."""
+    """Gemma RMSNorm with the (1 + w) multiplier, scaled in fp32, output in the input dtype."""
     def __init__(self, dim):
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(dim))
 
-    def forward(self, x, cond=None):
-        xf = x.float()
-        n = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
-        return (n * (1 + self.weight.float())).to(x.dtype), None
+    def forward(self, x):
+        return (rms(x) * (1 + self.weight.float())).to(x.dtype)
 
 
 class AdaRMSNorm(nn.Module):
@@ -105,34 +112,17 @@ class AdaRMSNorm(nn.Module):
         self.dense = Linear(cond_dim, 3 * dim)
 
     def forward(self, x, cond):
-        xf = x.float()
-        n = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
         scale, shift, gate = self.dense(cond.to(x.dtype))[:, None, :].chunk(3, dim=-1)  # JAX: Dense in x's dtype
-        return (n * (1 + scale.float()) + shift.float()).to(x.dtype), gate
+        return (rms(x) * (1 + scale.float()) + shift.float()).to(x.dtype), gate
 
 
-def maybe_recompute(flag, fn, *args):
-    """fn(*args), its activations recomputed in backward (non-reentrant checkpoint) when flag is set."""
-    if flag and torch.is_grad_enabled():
-        return checkpoint(fn, *args, use_reentrant=False)
-    return fn(*args)
-
-
-class Checkpointable(nn.Module):
-    """A module whose forward can be recomputed in backward, switched by Pi05.set_recompute."""
-    recompute = False
-
-    def forward(self, *args):
-        return maybe_recompute(self.recompute, self.body, *args)
-
-
-class GemmaMLP(Checkpointable):
+class GemmaMLP(nn.Module):
     def __init__(self, dim, hidden):
         super().__init__()
         self.gate_proj, self.up_proj = Linear(dim, hidden, bias=False), Linear(dim, hidden, bias=False)
         self.down_proj = Linear(hidden, dim, bias=False)
 
-    def body(self, x):
+    def forward(self, x):
         return self.down_proj(F.gelu(self.gate_proj(x), approximate='tanh') * self.up_proj(x))
 
 
@@ -147,7 +137,8 @@ class GemmaAttention(nn.Module):
 
 
 class GemmaLayer(nn.Module):
-    """One stream's half of a joint layer; openpi key names (self_attn.*, mlp.*, input_layernorm, ...)."""
+    """One stream's half of a joint layer; openpi key names (self_attn.*, mlp.*, input_layernorm, ...). The expert's
+    norms are adaptive (cond_dim given), the VLM's plain."""
     def __init__(self, dim, hidden, cfg, cond_dim=None):
         super().__init__()
         norm = (lambda: AdaRMSNorm(dim, cond_dim)) if cond_dim else (lambda: RMSNorm(dim))
@@ -187,49 +178,50 @@ def attention(q, k, v, mask, impl):
     return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
 
 
+def qkv(layer, x, cos, sin, head_dim, cond=None):
+    """One stream's pre-attention norm, projections and RoPE -> q, k, v (B, T, heads, Dh) and the adaRMS gate."""
+    B, T, _ = x.shape
+    h, gate = layer.input_layernorm(x, cond) if cond is not None else (layer.input_layernorm(x), None)
+    q = layer.self_attn.q_proj(h).view(B, T, -1, head_dim)
+    k = layer.self_attn.k_proj(h).view(B, T, -1, head_dim)
+    v = layer.self_attn.v_proj(h).view(B, T, -1, head_dim)
+    return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v, gate
+
+
+def prefix_out(vlm, xp, o):
+    """The VLM stream after attention: o_proj and MLP with plain residuals."""
+    xp = xp + vlm.self_attn.o_proj(o)
+    return xp + vlm.mlp(vlm.post_attention_layernorm(xp))
+
+
+def suffix_out(expert, xs, o, gate, cond):
+    """The expert stream after attention: o_proj and MLP with gated residuals (x + y * gate)."""
+    xs = xs + expert.self_attn.o_proj(o) * gate
+    h, gate2 = expert.post_attention_layernorm(xs, cond)
+    return xs + expert.mlp(h) * gate2
+
+
 class JointLayer(nn.Module):
     """One decoder layer of both streams: own norms/QKV, one joint attention over [prefix; suffix], own o_proj/MLP.
     Everything that differs between layers (weights, masks, RoPE tables) reaches forward as tensors, so all layers
     of this class share one compiled graph."""
-    recompute = False       # recompute the whole layer in backward
-    recompute_attn = False  # recompute norms + QKV + RoPE + attention only
-
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
         self.vlm = GemmaLayer(cfg.width, cfg.mlp, cfg)
         self.expert = GemmaLayer(cfg.expert_width, cfg.expert_mlp, cfg, cond_dim=cfg.expert_width)
 
-    def forward(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        return maybe_recompute(self.recompute, self.body, xp, xs, cond, cos, sin, mask, attn_impl)
-
-    def qkv(self, layer, x, cos, sin, cond=None):
-        B, T, _ = x.shape
-        h, gate = layer.input_layernorm(x, cond)
-        q = layer.self_attn.q_proj(h).view(B, T, -1, self.cfg.head_dim)
-        k = layer.self_attn.k_proj(h).view(B, T, -1, self.cfg.head_dim)
-        v = layer.self_attn.v_proj(h).view(B, T, -1, self.cfg.head_dim)
-        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v, gate
-
     def attend(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        Lp = xp.shape[1]
-        qp, kp, vp, _ = self.qkv(self.vlm, xp, cos[:, :Lp], sin[:, :Lp])
-        qs, ks, vs, gate = self.qkv(self.expert, xs, cos[:, Lp:], sin[:, Lp:], cond)
+        """Norms + QKV + RoPE + the joint attention (a recompute unit of its own) -> outputs of both streams, gate."""
+        Lp, Dh = xp.shape[1], self.cfg.head_dim
+        qp, kp, vp, _ = qkv(self.vlm, xp, cos[:, :Lp], sin[:, :Lp], Dh)
+        qs, ks, vs, gate = qkv(self.expert, xs, cos[:, Lp:], sin[:, Lp:], Dh, cond)
         o = attention(torch.cat([qp, qs], 1), torch.cat([kp, ks], 1), torch.cat([vp, vs], 1), mask, attn_impl)
         return o[:, :Lp], o[:, Lp:], gate
 
-    def body(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        op, os_, gate = maybe_recompute(self.recompute_attn, self.attend, xp, xs, cond, cos, sin, mask, attn_impl)
-        xp = xp + self.vlm.self_attn.o_proj(op)
-        xp = xp + self.vlm.mlp(self.vlm.post_attention_layernorm(xp)[0])
-        return xp, suffix_out(self.expert, xs, os_, gate, cond)
-
-
-def suffix_out(expert, xs, o, gate, cond):
-    """Expert o_proj and MLP with gated residuals (x + y * gate)."""
-    xs = xs + expert.self_attn.o_proj(o) * gate
-    h, gate2 = expert.post_attention_layernorm(xs, cond)
-    return xs + expert.mlp(h) * gate2
+    def forward(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        op, os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
+        return prefix_out(self.vlm, xp, op), suffix_out(self.expert, xs, os_, gate, cond)
 
 
 class LastJointLayer(JointLayer):
@@ -237,14 +229,15 @@ class LastJointLayer(JointLayer):
     o_proj, post-attention norm and MLP (and the prefix final norm) are skipped, and only action queries attend."""
     def attend(self, xp, xs, cond, cos, sin, mask, attn_impl):
         B, Lp, _ = xp.shape
-        h, _ = self.vlm.input_layernorm(xp)
-        kp = apply_rope(self.vlm.self_attn.k_proj(h).view(B, Lp, -1, self.cfg.head_dim), cos[:, :Lp], sin[:, :Lp])
-        vp = self.vlm.self_attn.v_proj(h).view(B, Lp, -1, self.cfg.head_dim)
-        qs, ks, vs, gate = self.qkv(self.expert, xs, cos[:, Lp:], sin[:, Lp:], cond)
-        return attention(qs, torch.cat([kp, ks], 1), torch.cat([vp, vs], 1), mask, attn_impl), gate
+        Dh = self.cfg.head_dim
+        h = self.vlm.input_layernorm(xp)
+        kp = apply_rope(self.vlm.self_attn.k_proj(h).view(B, Lp, -1, Dh), cos[:, :Lp], sin[:, :Lp])
+        vp = self.vlm.self_attn.v_proj(h).view(B, Lp, -1, Dh)
+        qs, ks, vs, gate = qkv(self.expert, xs, cos[:, Lp:], sin[:, Lp:], Dh, cond)
+        return None, attention(qs, torch.cat([kp, ks], 1), torch.cat([vp, vs], 1), mask, attn_impl), gate
 
-    def body(self, xp, xs, cond, cos, sin, mask, attn_impl):
-        os_, gate = maybe_recompute(self.recompute_attn, self.attend, xp, xs, cond, cos, sin, mask, attn_impl)
+    def forward(self, xp, xs, cond, cos, sin, mask, attn_impl):
+        _, os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
         return xp, suffix_out(self.expert, xs, os_, gate, cond)
 
 # -----------------------------------------------------------------------------
@@ -272,14 +265,14 @@ class SiglipMLP(nn.Module):
         return self.fc2(F.gelu(self.fc1(x), approximate='tanh'))
 
 
-class SiglipLayer(Checkpointable):
+class SiglipLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.layer_norm1, self.layer_norm2 = LayerNorm(cfg.vit_width), LayerNorm(cfg.vit_width)
         self.self_attn = SiglipAttention(cfg.vit_width, cfg.vit_heads)
         self.mlp = SiglipMLP(cfg.vit_width, cfg.vit_mlp)
 
-    def body(self, x):
+    def forward(self, x):
         x = x + self.self_attn(self.layer_norm1(x))
         return x + self.mlp(self.layer_norm2(x))
 
@@ -314,7 +307,7 @@ class Siglip(nn.Module):
         return self.post_layernorm(x)
 
 # -----------------------------------------------------------------------------
-# Pi0.5
+# the action/time heads (each a small compiled graph of its own)
 
 
 def posemb_sincos(t, dim, min_period=4e-3, max_period=4.0):
@@ -325,43 +318,64 @@ def posemb_sincos(t, dim, min_period=4e-3, max_period=4.0):
     return torch.cat([x.sin(), x.cos()], dim=-1)
 
 
-def trim_batch(batch, bucket=32, cameras=True):
-    """Shape decisions made on the CPU before the batch reaches the GPU, so the step never waits on the host:
-    camera slots masked in every sample are dropped (case study section 1), and prompt slots that are padding in
-    every sample are cut, keeping a multiple of `bucket` slots so compiled code sees few shapes (bucket 0: keep all).
-    The loss is unchanged: dropped tokens are invisible to every valid token and never advance positions."""
-    batch = dict(batch)
-    keep = batch['image_mask'].any(0)
-    if cameras and not bool(keep.all()):
-        batch['images'], batch['image_mask'] = batch['images'][:, keep], batch['image_mask'][:, keep]
-    if bucket:
-        L = batch['token_mask'].shape[1]
-        used = batch['token_mask'].any(0).nonzero()
-        n = int(used.max()) + 1 if len(used) else 1
-        n = min(L, -(-n // bucket) * bucket)
-        batch['tokens'], batch['token_mask'] = batch['tokens'][:, :n], batch['token_mask'][:, :n]
-    return batch
+class ActionIn(nn.Module):
+    """Noisy actions -> action tokens, flow time -> the adaRMS condition; fp32 as in JAX, swish after both time
+    layers. Its parameters keep openpi's top-level names (action_in_proj, time_mlp_in, time_mlp_out)."""
+    def __init__(self, cfg):
+        super().__init__()
+        w = cfg.expert_width
+        self.action_in_proj = Linear(cfg.action_dim, w)
+        self.time_mlp_in, self.time_mlp_out = Linear(w, w), Linear(w, w)
+
+    def forward(self, x_t, t, dtype):
+        cond = F.silu(self.time_mlp_out(F.silu(self.time_mlp_in(posemb_sincos(t, self.action_in_proj.out_features)))))
+        return self.action_in_proj(x_t.float()).to(dtype), cond
+
+
+class ActionOut(nn.Module):
+    """The expert's final adaRMSNorm (gate dropped) and action_out_proj in fp32 -> v_t (B, H, A)."""
+    def __init__(self, cfg):
+        super().__init__()
+        self.norm = AdaRMSNorm(cfg.expert_width, cfg.expert_width)  # openpi: gemma_expert.model.norm
+        self.action_out_proj = Linear(cfg.expert_width, cfg.action_dim)
+
+    def forward(self, xs, cond):
+        return self.action_out_proj(self.norm(xs, cond)[0].float())
+
+# -----------------------------------------------------------------------------
+# Pi0.5
+
+
+def to_model_images(images):
+    """uint8 [0, 255] -> float32 [-1, 1] (openpi Observation.from_dict: x / 255 * 2 - 1); floats pass through."""
+    return images.float() / 255.0 * 2.0 - 1.0 if images.dtype == torch.uint8 else images
+
+
+def sample_time(n, generator=None, device=None):
+    """Flow time t = 0.999 * Beta(1.5, 1) + 0.001 (openpi pi0.py sample_time). Beta(1.5, 1) has CDF x^1.5, so
+    U^(2/3) samples it exactly, on the device, without a host sync."""
+    return torch.rand(n, generator=generator, device=device) ** (2.0 / 3.0) * 0.999 + 0.001
 
 
 class Pi05(nn.Module):
-    def __init__(self, cfg, attn='eager', compute_dtype=torch.bfloat16, skip_unused=True):
+    """attn: 'eager' (the reference), 'sdpa' or 'flex'. skip_unused=False and batched_vision=False are reference
+    paths kept for the equivalence tests and the benchmark's community rows (the full last layer; one SigLIP call
+    per camera, as openpi loops)."""
+
+    def __init__(self, cfg, attn='eager', compute_dtype=torch.bfloat16, skip_unused=True, batched_vision=True):
         super().__init__()
-        self.cfg, self.attn, self.compute_dtype, self.skip_unused = cfg, attn, compute_dtype, skip_unused
-        self.batched_vision = True  # one SigLIP call over all cameras of the batch (False: one call per camera)
+        self.cfg, self.attn, self.compute_dtype = cfg, attn, compute_dtype
+        self.skip_unused, self.batched_vision = skip_unused, batched_vision
         self.vision = Siglip(cfg)
         self.projector = Linear(cfg.vit_width, cfg.width)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
         self.layers = nn.ModuleList(JointLayer(cfg) for _ in range(cfg.depth - 1))
         self.layers.append(LastJointLayer(cfg) if skip_unused else JointLayer(cfg))
         self.vlm_norm = RMSNorm(cfg.width)  # loaded and saved, unused by the action loss
-        self.expert_norm = AdaRMSNorm(cfg.expert_width, cfg.expert_width)
-        self.action_in_proj = Linear(cfg.action_dim, cfg.expert_width)
-        self.action_out_proj = Linear(cfg.expert_width, cfg.action_dim)
-        self.time_mlp_in = Linear(cfg.expert_width, cfg.expert_width)
-        self.time_mlp_out = Linear(cfg.expert_width, cfg.expert_width)
+        self.action_in = ActionIn(cfg)
+        self.action_out = ActionOut(cfg)
         for p in self.unused_parameters():  # no gradient can reach them: frozen, so DDP needs no unused-param search
             p.requires_grad_(False)
-        self.compiled = {}  # name -> compiled callable for the small graphs (compile_layers)
         if not any(p.is_meta for p in self.parameters()):
             self.init_weights()
 
@@ -374,7 +388,7 @@ class Pi05(nn.Module):
     def init_weights(self):
         """Fresh init after openpi's JAX init: lecun-normal kernels, zero biases, RMSNorm weight 0 with the (1 + w)
         form, adaRMS Dense zero (expert blocks start as identity), zero image projector (img/head)."""
-        for name, m in self.named_modules():
+        for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
                 fan_in = m.weight[0].numel()
                 nn.init.trunc_normal_(m.weight, std=fan_in ** -0.5, a=-2 * fan_in ** -0.5, b=2 * fan_in ** -0.5)
@@ -394,50 +408,35 @@ class Pi05(nn.Module):
     def set_param_dtype(self, dtype):
         """Pure-bf16 training (openpi's PyTorch trainer): cast every parameter except those openpi keeps in fp32
         (Gemma norms incl. the adaRMS Dense, SigLIP patch/position embeddings, the four action/time heads)."""
-        keep = ('input_layernorm', 'post_attention_layernorm', 'vlm_norm', 'expert_norm', 'embeddings.',
-                'action_in_proj', 'action_out_proj', 'time_mlp_in', 'time_mlp_out')
+        keep_parts = ('.input_layernorm.', '.post_attention_layernorm.')
+        keep_prefixes = ('vlm_norm.', 'vision.embeddings.', 'action_in.', 'action_out.')
         for name, p in self.named_parameters():
-            if not any(k in name for k in keep):
+            if not (name.startswith(keep_prefixes) or any(k in name for k in keep_parts)):
                 p.data = p.data.to(dtype)
         return self
 
-    # --- configuration of the fast paths ---
+    # --- attention: which kernel runs where, in one place ---
+    #
+    # 'eager' is the reference (openpi's math written out), 'sdpa' and 'flex' compute the same function
+    # (test_equivalence.py). attn='flex' runs FlexAttention with a BlockMask where every token is a query (layers
+    # 0..depth-2 of the training forward, and the last one when skip_unused=False). Where only the H action tokens
+    # are queries it runs sdpa with a dense (B, 1, H, T) mask: in the last training layer (skip_unused), because
+    # compiled flex_attention found no kernel configuration for 50 queries at head dim 256 on the H200 while sdpa
+    # handles that shape directly and its mask is small; and at inference (prefix pass and denoising steps), which
+    # runs uncompiled, where a BlockMask would only add its construction.
 
-    def set_recompute(self, recompute):
-        """'none' | 'vit' | 'full' | comma-separated fnmatch patterns over the recompute units:
-        vision.encoder.layers.N, layers.N, layers.N.attn, layers.N.vlm.mlp, layers.N.expert.mlp."""
-        presets = {'none': [], 'vit': ['vision.encoder.layers.*'], 'full': ['vision.encoder.layers.*', 'layers.*']}
-        patterns = [p for part in recompute.split(',') for p in presets.get(part, [part])]
-        hit = lambda name: any(fnmatch.fnmatchcase(name, p) and name.count('.') == p.count('.') for p in patterns)
-        for i, layer in enumerate(self.vision.encoder.layers):
-            layer.recompute = hit(f'vision.encoder.layers.{i}')
-        for i, layer in enumerate(self.layers):
-            layer.recompute = hit(f'layers.{i}')
-            layer.recompute_attn = hit(f'layers.{i}.attn')
-            layer.vlm.mlp.recompute = hit(f'layers.{i}.vlm.mlp')
-            layer.expert.mlp.recompute = hit(f'layers.{i}.expert.mlp')
-        return self
+    def attn_impl(self, actions_only=False, inference=False):
+        if self.attn == 'flex' and (actions_only or inference):
+            return 'sdpa'
+        return self.attn
 
-    def compile_layers(self, vision=False, backend='inductor', mode=None):
-        """Per-layer compile: each joint layer is its own compiled unit (its backward its own autograd function, so
-        DDP all-reduces a layer's gradients while earlier layers are still in backward). Layers 0..depth-2 share one
-        graph, the last layer has its own; the time MLP + action input projection and the expert final norm + action
-        output projection are small graphs of their own. The vision tower and prefix assembly stay eager unless
-        vision=True (then each SigLIP layer is a compiled unit)."""
-        kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
-        for layer in self.layers:
-            layer.compile(**kw)
-        if vision:
-            for layer in self.vision.encoder.layers:
-                layer.compile(**kw)
-        self.compiled = {'embed_suffix': torch.compile(self.embed_suffix, **kw),
-                         'action_head': torch.compile(self.action_head, **kw)}
-        return self
+    def attn_mask(self, valid, prefix_len, impl, q_start=0):
+        if impl == 'flex':
+            return flex_mask.block_mask(valid, prefix_len, q_start)
+        dtype = torch.float32 if impl == 'eager' else self.compute_dtype  # sdpa wants the query dtype
+        return flex_mask.additive_mask(valid, prefix_len, dtype, q_start)
 
-    def _call(self, name, *args):
-        return self.compiled.get(name, getattr(self, name))(*args)
-
-    # --- the pieces of the forward ---
+    # --- the training forward ---
 
     def check_batch(self, batch):
         cfg = self.cfg
@@ -458,38 +457,15 @@ class Pi05(nn.Module):
         """Images of all camera slots through SigLIP in one call, then the prompt. -> (B, N*P + L, D), valid (B, N*P + L)."""
         img = batch['images']
         B, N = img.shape[:2]
-        img = img.flatten(0, 1)
-        img = img.float() / 255.0 * 2.0 - 1.0 if img.dtype == torch.uint8 else img  # openpi: x/255*2-1
+        img = to_model_images(img.flatten(0, 1))
         if self.batched_vision:
             x_img = self.vision(img, self.compute_dtype).unflatten(0, (B, N))
-        else:  # openpi's loop over cameras, kept for the benchmark's community-equivalent row
+        else:  # openpi's loop over cameras
             x_img = torch.stack([self.vision(img[i::N], self.compute_dtype) for i in range(N)], 1)
         x_img = self.projector(x_img).view(B, N * self.cfg.patches, -1)
         x_txt = (self.embed_tokens(batch['tokens']).float() * math.sqrt(self.cfg.width)).to(self.compute_dtype)
         valid = torch.cat([batch['image_mask'].bool().repeat_interleave(self.cfg.patches, 1), batch['token_mask'].bool()], 1)
         return torch.cat([x_img, x_txt], 1), valid
-
-    def embed_suffix(self, x_t, t):
-        """Action tokens and the adaRMS condition, fp32 as in JAX: swish after both time MLP layers."""
-        cond = F.silu(self.time_mlp_out(F.silu(self.time_mlp_in(posemb_sincos(t, self.cfg.expert_width)))))
-        return self.action_in_proj(x_t.float()).to(self.compute_dtype), cond
-
-    def action_head(self, xs, cond):
-        """Expert final adaRMSNorm (gate dropped) and action_out_proj in fp32."""
-        return self.action_out_proj(self.expert_norm(xs, cond)[0][:, -self.cfg.action_horizon:].float())
-
-    def masks(self, valid, prefix_len):
-        """Attention masks for the full layers and for the last layer (action queries only), built once per batch."""
-        if self.attn == 'flex':  # the last layer's 50 action queries use sdpa: flex has no kernel for so few queries
-            last = (flex_mask.block_mask(valid, prefix_len) if not self.skip_unused else
-                    self.additive_mask(valid, prefix_len, q_start=prefix_len))
-            return flex_mask.block_mask(valid, prefix_len), last
-        full = self.additive_mask(valid, prefix_len)
-        return full, (full[:, :, prefix_len:] if self.skip_unused else full)
-
-    def additive_mask(self, valid, prefix_len, q_start=0):
-        dtype = torch.float32 if self.attn == 'eager' else self.compute_dtype  # sdpa wants the query dtype
-        return flex_mask.additive_mask(valid, prefix_len, dtype, q_start)
 
     def velocity(self, batch, x_t, t):
         """The joint training forward: v_t (B, H, A) fp32 for noisy actions x_t at time t (B,)."""
@@ -498,26 +474,27 @@ class Pi05(nn.Module):
         B, Lp, H = xp.shape[0], xp.shape[1], x_t.shape[1]
         valid = torch.cat([valid_p, valid_p.new_ones(B, H)], 1)
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)  # padding never advances positions
-        mask, mask_last = self.masks(valid, Lp)
-        xs, cond = self._call('embed_suffix', x_t, t)
-        last_impl = 'sdpa' if self.attn == 'flex' and self.skip_unused else self.attn
-        for i, layer in enumerate(self.layers):
-            last = i == len(self.layers) - 1
-            xp, xs = layer(xp, xs, cond, cos, sin, mask_last if last else mask, last_impl if last else self.attn)
+        impl, last_impl = self.attn_impl(), self.attn_impl(actions_only=self.skip_unused)
+        mask = self.attn_mask(valid, Lp, impl)  # built once per batch, shared by all layers
+        last_mask = self.attn_mask(valid, Lp, last_impl, q_start=Lp) if self.skip_unused else mask
+        xs, cond = self.action_in(x_t, t, self.compute_dtype)
+        for layer in self.layers[:-1]:
+            xp, xs = layer(xp, xs, cond, cos, sin, mask, impl)
+        xp, xs = self.layers[-1](xp, xs, cond, cos, sin, last_mask, last_impl)
         if not self.skip_unused:
             self.vlm_norm(xp)  # the reference computes the prefix final norm too; its output feeds nothing
-        return self._call('action_head', xs, cond)
+        return self.action_out(xs, cond)
 
     def forward(self, batch, noise=None, time=None, loss_dims=0, generator=None):
-        """Flow-matching loss. t = 0.999*Beta(1.5, 1) + 0.001, x_t = t*eps + (1-t)*a, u_t = eps - a; mean of
-        (v_t - u_t)^2 over B, H and all A dims (openpi), or over the first loss_dims dims (LeRobot)."""
+        """Flow-matching loss: x_t = t*eps + (1-t)*a, u_t = eps - a; mean of (v_t - u_t)^2 over B, H and all A dims
+        (openpi), or over the first loss_dims dims (LeRobot). noise/time default to fresh draws (sample_time)."""
         a = batch['actions'].float()
         if a.ndim != 3 or a.shape[1:] != (self.cfg.action_horizon, self.cfg.action_dim):
             raise ValueError(f"actions: expected (B, {self.cfg.action_horizon}, {self.cfg.action_dim}), got {tuple(a.shape)}")
         if noise is None:
             noise = torch.randn(a.shape, device=a.device, generator=generator)
-        if time is None:  # Beta(1.5, 1) has CDF x^1.5, so U^(2/3) samples it exactly, on the device, no host sync
-            time = torch.rand(a.shape[0], device=a.device, generator=generator) ** (2.0 / 3.0) * 0.999 + 0.001
+        if time is None:
+            time = sample_time(a.shape[0], generator, a.device)
         t = time[:, None, None]
         v = self.velocity(batch, t * noise + (1 - t) * a, time)
         err = (v - (noise - a)) ** 2
@@ -544,17 +521,15 @@ class Pi05(nn.Module):
         action token reads, is not computed)."""
         self.check_batch(batch)
         xp, valid = self.embed_prefix(batch)
-        Lp = xp.shape[1]
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
-        impl = 'eager' if self.attn == 'eager' else 'sdpa'  # inference: no BlockMask needed
-        mask = self.additive_mask(valid, Lp)
+        impl = self.attn_impl(inference=True)
+        mask = self.attn_mask(valid, xp.shape[1], impl)
         kv = []
         for i, layer in enumerate(self.layers):
-            q, k, v, _ = layer.qkv(layer.vlm, xp, cos, sin)
+            q, k, v, _ = qkv(layer.vlm, xp, cos, sin, self.cfg.head_dim)
             kv.append((k, v))
             if i < len(self.layers) - 1:
-                xp = xp + layer.vlm.self_attn.o_proj(attention(q, k, v, mask, impl))
-                xp = xp + layer.vlm.mlp(layer.vlm.post_attention_layernorm(xp)[0])
+                xp = prefix_out(layer.vlm, xp, attention(q, k, v, mask, impl))
         return {'kv': kv, 'valid': valid}
 
     @torch.no_grad()
@@ -565,14 +540,14 @@ class Pi05(nn.Module):
         valid = torch.cat([valid_p, valid_p.new_ones(B, H)], 1)
         pos = valid_p.sum(1, keepdim=True) + torch.arange(H, device=x_t.device)  # suffix positions follow the valid prefix
         cos, sin = rope_tables(pos, self.cfg.head_dim)
-        impl = 'eager' if self.attn == 'eager' else 'sdpa'
-        mask = self.additive_mask(valid, Lp, q_start=Lp)
-        xs, cond = self.embed_suffix(x_t, t)
+        impl = self.attn_impl(actions_only=True, inference=True)
+        mask = self.attn_mask(valid, Lp, impl, q_start=Lp)
+        xs, cond = self.action_in(x_t, t, self.compute_dtype)
         for layer, (kp, vp) in zip(self.layers, cache['kv']):
-            q, k, v, gate = layer.qkv(layer.expert, xs, cos, sin, cond)
+            q, k, v, gate = qkv(layer.expert, xs, cos, sin, self.cfg.head_dim, cond)
             o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, impl)
             xs = suffix_out(layer.expert, xs, o, gate, cond)
-        return self.action_head(xs, cond)
+        return self.action_out(xs, cond)
 
     # --- accounting ---
 
@@ -603,19 +578,80 @@ class Pi05(nn.Module):
         return 3 * fwd + 2 * patch
 
 # -----------------------------------------------------------------------------
+# training wrappers, applied from outside in torchtitan's order: fp8 (fp8.py) -> recompute -> compile -> DDP
+
+
+RECOMPUTE_PRESETS = {'none': [], 'vit': ['vision.encoder.layers.*'], 'full': ['vision.encoder.layers.*', 'layers.*']}
+
+
+def recompute_units(model):
+    """name -> (object, method) of every unit whose activations can be recomputed in backward instead of stored."""
+    units = {f'vision.encoder.layers.{i}': (layer, 'forward') for i, layer in enumerate(model.vision.encoder.layers)}
+    for i, layer in enumerate(model.layers):
+        units.update({f'layers.{i}': (layer, 'forward'), f'layers.{i}.attn': (layer, 'attend'),
+                      f'layers.{i}.vlm.mlp': (layer.vlm.mlp, 'forward'),
+                      f'layers.{i}.expert.mlp': (layer.expert.mlp, 'forward')})
+    return units
+
+
+def apply_recompute(model, spec):
+    """spec: 'none' | 'vit' | 'full' | comma-separated patterns over recompute_units' names, where '*' stands for
+    one name part (e.g. 'vit,layers.*.vlm.mlp'). Wraps each chosen unit in a non-reentrant checkpoint; the module
+    tree and state_dict are unchanged. Returns the chosen unit names."""
+    if getattr(model, 'recomputed', None) is not None:
+        raise RuntimeError('apply_recompute was already applied to this model')
+    units = recompute_units(model)
+    chosen = []
+    for pattern in (p for part in spec.split(',') for p in RECOMPUTE_PRESETS.get(part, [part])):
+        regex = re.compile(re.escape(pattern).replace(r'\*', r'[^.]+'))
+        hits = [n for n in units if regex.fullmatch(n)]
+        if not hits:
+            raise ValueError(f"recompute pattern {pattern!r} matches no unit; units look like "
+                             f"'vision.encoder.layers.0', 'layers.0', 'layers.0.attn', 'layers.0.vlm.mlp', 'layers.0.expert.mlp'")
+        chosen += [n for n in hits if n not in chosen]
+    for name in chosen:
+        obj, method = units[name]
+        setattr(obj, method, checkpointed(getattr(obj, method)))
+    model.recomputed = chosen
+    return chosen
+
+
+def checkpointed(fn):
+    """fn with its activations recomputed in backward (non-reentrant checkpoint). A plain function rather than a
+    partial of checkpoint, so that torch.compile traces into it from a compiled module's forward."""
+    def run(*args):
+        return checkpoint(fn, *args, use_reentrant=False)
+    run.checkpointed = fn
+    return run
+
+
+def apply_compile(model, vision=True, backend='inductor', mode=None):
+    """Per-layer compile, in place (no `_orig_mod.` keys): each joint layer is its own compiled unit (its backward its
+    own autograd function, so DDP all-reduces a layer's gradients while earlier layers are still in backward);
+    layers 0..depth-2 share one graph, the last layer has its own; the time MLP + action input projection and the
+    final norm + action output projection are small graphs of their own; with vision=True each SigLIP layer is a
+    compiled unit (one graph for all 27). Prefix assembly (embedding, masks) stays eager."""
+    kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
+    units = list(model.layers) + [model.action_in, model.action_out] + (list(model.vision.encoder.layers) if vision else [])
+    for unit in units:
+        unit.compile(**kw)
+    return model
+
+# -----------------------------------------------------------------------------
 # checkpoints: openpi / LeRobot key names, safetensors files
 
 
 PALI = 'paligemma_with_expert.paligemma.'
 EXPERT = 'paligemma_with_expert.gemma_expert.'
-KEY_MAP = [  # (our prefix, openpi prefix); openpi keys are PI0Pytorch.state_dict() names (spec section 9.1)
+KEY_MAP = [  # (our name prefix, openpi's); openpi keys are PI0Pytorch.state_dict() names, see docs/numerics.md
     (r'vision\.', PALI + 'model.vision_tower.vision_model.'),
     (r'projector\.', PALI + 'model.multi_modal_projector.linear.'),
     (r'embed_tokens\.', PALI + 'model.language_model.embed_tokens.'),
     (r'layers\.(\d+)\.vlm\.', PALI + r'model.language_model.layers.\1.'),
     (r'layers\.(\d+)\.expert\.', EXPERT + r'model.layers.\1.'),
     (r'vlm_norm\.', PALI + 'model.language_model.norm.'),
-    (r'expert_norm\.', EXPERT + 'model.norm.'),
+    (r'action_out\.norm\.', EXPERT + 'model.norm.'),
+    (r'action_(in|out)\.', ''),  # action_in_proj, time_mlp_in, time_mlp_out, action_out_proj are top-level in openpi
 ]
 TIED_EMBED = PALI + 'lm_head.weight'          # openpi's file stores the tied token embedding under this name
 EXPERT_LM_HEAD = EXPERT + 'lm_head.weight'     # exists in openpi files, never used: ignored on load
@@ -626,59 +662,6 @@ def to_openpi_key(k):
         if re.match(ours, k):
             return re.sub('^' + ours, theirs, k)
     return k
-
-
-def from_openpi_key(k):
-    for ours, theirs in KEY_MAP:
-        pattern = '^' + re.escape(theirs).replace(re.escape(r'\1'), r'(\d+)')
-        if re.match(pattern, k):
-            return re.sub(pattern, ours.replace(r'\.', '.').replace(r'(\d+)', r'\1'), k)
-    return k
-
-
-_ST_DTYPES = {'F32': torch.float32, 'BF16': torch.bfloat16, 'F16': torch.float16, 'F64': torch.float64,
-              'I64': torch.int64, 'I32': torch.int32, 'U8': torch.uint8, 'BOOL': torch.bool}
-
-
-def read_safetensors(path):
-    """Read a safetensors file into a dict of CPU tensors (the format: u64 header size, JSON header, raw bytes)."""
-    import numpy as np
-    buf = np.memmap(path, dtype=np.uint8, mode='r')
-    n = int(buf[:8].view(np.uint64)[0])
-    header = json.loads(bytes(buf[8:8 + n]))
-    out = {}
-    for name, info in header.items():
-        if name == '__metadata__':
-            continue
-        start, end = info['data_offsets']
-        raw = torch.from_numpy(np.array(buf[8 + n + start:8 + n + end]))
-        out[name] = raw.view(_ST_DTYPES[info['dtype']]).reshape(info['shape'])
-    return out
-
-
-def write_safetensors(tensors, path, metadata=None):
-    """Write atomically: a temporary file, fsync, then rename."""
-    names = {v: k for k, v in _ST_DTYPES.items()}
-    header, offset, blobs = {}, 0, []
-    for name, t in tensors.items():
-        t = t.detach().contiguous().cpu()
-        data = t.view(torch.uint8).numpy().tobytes() if t.numel() else b''
-        header[name] = {'dtype': names[t.dtype], 'shape': list(t.shape), 'data_offsets': [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    if metadata:
-        header['__metadata__'] = {k: str(v) for k, v in metadata.items()}
-    h = json.dumps(header).encode()
-    h += b' ' * (-len(h) % 8)
-    tmp = f'{path}.tmp{os.getpid()}'
-    with open(tmp, 'wb') as f:
-        f.write(len(h).to_bytes(8, 'little'))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def openpi_state_dict(model, dtype=None):
@@ -692,59 +675,85 @@ def openpi_state_dict(model, dtype=None):
     return sd
 
 
+def fsync_path(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def save_pretrained(model, path, dtype=None):
-    """Write `model.safetensors` in openpi's key format (directory or file path)."""
+    """Write `model.safetensors` in openpi's key format (a directory or a file path), atomically: a temporary file,
+    fsync, rename. Returns the file's path."""
+    from safetensors.torch import save_file
     if os.path.isdir(path) or not path.endswith('.safetensors'):
         os.makedirs(path, exist_ok=True)
         path = os.path.join(path, 'model.safetensors')
-    write_safetensors(openpi_state_dict(model, dtype), path)
+    tensors = {k: v.detach().contiguous().cpu() for k, v in openpi_state_dict(model, dtype).items()}
+    tmp = f'{path}.tmp{os.getpid()}'
+    save_file(tensors, tmp, metadata={'format': 'pt'})
+    fsync_path(tmp)
+    os.replace(tmp, path)
     return path
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be loaded; the message names the file and what is wrong."""
 
 
 def load_pretrained(model, path):
     """Load an openpi PyTorch or LeRobot `model.safetensors` (file or directory) into model, casting to each
-    parameter's dtype. Accepts LeRobot's `model.` prefix, the tied embedding under lm_head, ignores the unused
-    expert lm_head; any other missing, unexpected or misshaped tensor is an error listing the keys."""
+    parameter's dtype, one tensor at a time from the memory-mapped file. Accepts LeRobot's `model.` prefix and the
+    tied embedding under lm_head, ignores the unused expert lm_head; any other missing, unexpected or misshaped
+    tensor is an error listing the keys."""
+    from safetensors import safe_open
     if os.path.isdir(path):
         path = os.path.join(path, 'model.safetensors')
     if not os.path.exists(path):
         raise FileNotFoundError(f"no checkpoint at {path}")
-    return load_openpi_state_dict(model, read_safetensors(path), source=path)
-
-
-def load_openpi_state_dict(model, sd, source='state dict'):
-    sd = {k[len('model.'):] if k.startswith('model.') else k: v for k, v in sd.items()}
-    sd.pop(EXPERT_LM_HEAD, None)
-    embed = PALI + 'model.language_model.embed_tokens.weight'
-    if embed not in sd and TIED_EMBED in sd:
-        sd[embed] = sd.pop(TIED_EMBED)
-    sd.pop(TIED_EMBED, None)
-    theirs = {from_openpi_key(k): v for k, v in sd.items()}
     ours = model.state_dict()
-    missing = sorted(set(ours) - set(theirs))
-    unexpected = sorted(to_openpi_key(k) for k in set(theirs) - set(ours))
-    misshaped = sorted(f'{to_openpi_key(k)}: file {tuple(theirs[k].shape)} vs model {tuple(v.shape)}'
-                       for k, v in ours.items() if k in theirs and theirs[k].shape != v.shape)
-    if missing or unexpected or misshaped:
-        lines = [f'cannot load {source}:']
-        for what, keys in (('missing', [to_openpi_key(k) for k in missing]), ('unexpected', unexpected), ('misshaped', misshaped)):
-            if keys:
-                lines.append(f'  {len(keys)} {what}: ' + ', '.join(keys[:20]) + (' ...' if len(keys) > 20 else ''))
-        raise ValueError('\n'.join(lines))
-    with torch.no_grad():
-        for k, v in ours.items():
-            v.copy_(theirs[k].to(v.dtype))
+    wanted = {to_openpi_key(k): k for k in ours}  # openpi name -> ours
+    wanted[TIED_EMBED] = wanted.pop(PALI + 'model.language_model.embed_tokens.weight')
+    try:
+        with safe_open(path, framework='pt', device='cpu') as f:
+            names = {}  # openpi name -> name in the file
+            for name in f.keys():
+                k = name[len('model.'):] if name.startswith('model.') else name
+                if k == PALI + 'model.language_model.embed_tokens.weight':  # LeRobot's untied name
+                    k = TIED_EMBED
+                if k != EXPERT_LM_HEAD:
+                    names[k] = name
+            missing = sorted(set(wanted) - set(names))
+            unexpected = sorted(set(names) - set(wanted))
+            misshaped = sorted(f'{k}: file {tuple(f.get_slice(names[k]).get_shape())} vs model {tuple(ours[wanted[k]].shape)}'
+                               for k in set(names) & set(wanted)
+                               if tuple(f.get_slice(names[k]).get_shape()) != tuple(ours[wanted[k]].shape))
+            if missing or unexpected or misshaped:
+                lines = [f'cannot load {path}:']
+                for what, keys in (('missing', missing), ('unexpected', unexpected), ('misshaped', misshaped)):
+                    if keys:
+                        lines.append(f'  {len(keys)} {what}: ' + ', '.join(keys[:20]) + (' ...' if len(keys) > 20 else ''))
+                raise CheckpointError('\n'.join(lines))
+            with torch.no_grad():
+                for k, name in names.items():
+                    ours[wanted[k]].copy_(f.get_tensor(name))
+    except CheckpointError:
+        raise
+    except Exception as err:  # truncated or garbled file: safetensors says what, we say where
+        raise CheckpointError(f"{path}: not a readable safetensors file ({type(err).__name__}: {err}); "
+                              f"copy it again or point init_from at another checkpoint") from None
     return model
 
 
 def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, skip_unused=True,
-          **overrides):
+          batched_vision=True, **overrides):
     """Build Pi05 without materialising random weights twice: on the meta device, then on `device`, then either
-    loaded from init_from or freshly initialised."""
+    loaded from init_from or freshly initialised. overrides: Pi05Config fields (e.g. action_horizon=10)."""
     cfg = configs[name_or_cfg] if isinstance(name_or_cfg, str) else name_or_cfg
     cfg = replace(cfg, **overrides)
     with torch.device('meta'):
-        model = Pi05(cfg, attn=attn, compute_dtype=compute_dtype, skip_unused=skip_unused)
+        model = Pi05(cfg, attn=attn, compute_dtype=compute_dtype, skip_unused=skip_unused, batched_vision=batched_vision)
     model.to_empty(device=device)
     if init_from:
         load_pretrained(model, init_from)

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+import data
 import flex_mask
 import model as M
 
@@ -99,6 +100,35 @@ def test_flex_mask_matches_dense_reference(seed):
     assert torch.equal(got_last, ref[:, prefix:])
 
 
+def test_masks_match_a_hand_written_matrix():
+    """openpi's rule on a tiny layout written out by hand: 2 cameras of 2 patches (camera 1 masked), 3 prompt slots
+    (the last one padding), 3 action tokens. Valid prefix tokens see each other both ways, never an action; action
+    tokens see every valid prefix token and all actions (bidirectional among themselves); padding sees nothing."""
+    valid = torch.tensor([[1, 1, 0, 0, 1, 1, 0, 1, 1, 1]], dtype=torch.bool)
+    prefix, H = 7, 3
+    want = torch.tensor([[int(c) for c in row] for row in (
+        '1100110000',  # camera 0, patch 0
+        '1100110000',  # camera 0, patch 1
+        '0000000000',  # camera 1 (masked)
+        '0000000000',
+        '1100110000',  # prompt token 0
+        '1100110000',  # prompt token 1
+        '0000000000',  # prompt padding
+        '1100110111',  # action 0
+        '1100110111',  # action 1
+        '1100110111',  # action 2
+    )], dtype=torch.bool)[None]
+    from torch.nn.attention.flex_attention import create_mask
+    got = {'dense_reference': flex_mask.dense_reference(valid, flex_mask.pi05_ar(prefix, H)[None]),
+           'dense_mask': flex_mask.dense_mask(valid, prefix),
+           'additive_mask': flex_mask.additive_mask(valid, prefix, torch.float32)[:, 0] == 0,
+           'flex mask_mod': create_mask(flex_mask.mask_mod_for(valid, prefix), 1, 1, 10, 10, device='cpu')[:, 0]}
+    for name, m in got.items():
+        assert torch.equal(m, want), f'{name}: {(m != want).sum()} elements differ from the hand-written mask\n{m.int()}'
+    last = create_mask(flex_mask.mask_mod_for(valid, prefix, prefix), 1, 1, H, 10, device='cpu')[:, 0]
+    assert torch.equal(last, want[:, prefix:]), 'the action-query mask is the last three rows'
+
+
 def test_block_mask_skips_fully_masked_tiles():
     B, n_cams, P, L, H = 2, 2, 64, 192, 50  # prefix 320 tokens
     valid = random_valid(B, n_cams, P, L, H, 0)
@@ -158,17 +188,19 @@ def test_pruned_matches_padded():
     cfg = replace(CFG, max_token_len=200)
     m, b, (n, t) = make_model(cfg), make_batch(cfg, L=200), noise_time(cfg)
     ref = loss_and_grads(m, b, n, t)
-    tb = M.trim_batch(b, bucket=8)
+    tb, kept = data.trim_batch(b, bucket=8)
+    assert kept == [0, 1], kept
     assert tb['images'].shape[1] == 2 and tb['tokens'].shape[1] == 16, (tb['images'].shape, tb['tokens'].shape)
     assert_same_function(ref, loss_and_grads(m, tb, n, t), 'pruned vs padded')
 
 
 def test_trim_batch_keeps_partially_masked_slots_and_buckets():
     b = make_batch(L=24, masked_cam=None)
-    tb = M.trim_batch(b, bucket=4)
-    assert tb['images'].shape[1] == 3  # slot 1 is masked only in sample 0: kept
+    tb, kept = data.trim_batch(b, bucket=4)
+    assert tb['images'].shape[1] == 3 and kept == [0, 1, 2]  # slot 1 is masked only in sample 0: kept
     assert tb['tokens'].shape[1] == 12  # longest prompt 9 -> bucket of 4
-    assert M.trim_batch(b, bucket=0)['tokens'].shape[1] == 24
+    assert data.trim_batch(b, bucket=0)[0]['tokens'].shape[1] == 24
+    assert data.trim_batch(make_batch(L=24), bucket=0, cameras=False)[1] == [0, 1, 2]
 
 
 def test_skipping_last_layer_prefix_work_matches_full():
@@ -190,9 +222,18 @@ def test_skipping_last_layer_prefix_work_matches_full():
 def test_recompute_matches_no_recompute(recompute):
     m, b, (n, t) = make_model(), make_batch(), noise_time()
     ref = loss_and_grads(m, b, n, t)
-    m.set_recompute(recompute)
-    assert any(getattr(x, 'recompute', False) or getattr(x, 'recompute_attn', False) for x in m.modules())
+    units = M.apply_recompute(m, recompute)
+    assert units and all(getattr(getattr(*M.recompute_units(m)[u]), 'checkpointed', None) for u in units), units
     assert_same_function(ref, loss_and_grads(m, b, n, t), f'recompute={recompute}')
+
+
+def test_recompute_patterns_pick_units_and_reject_typos():
+    assert M.apply_recompute(make_model(), 'full') == [f'vision.encoder.layers.{i}' for i in range(CFG.vit_depth)] + \
+        [f'layers.{i}' for i in range(CFG.depth)], "'layers.*' must not match the sub-units 'layers.N.attn'"
+    assert M.apply_recompute(make_model(), 'layers.1.vlm.mlp,layers.*.attn') == ['layers.1.vlm.mlp'] + \
+        [f'layers.{i}.attn' for i in range(CFG.depth)]
+    with pytest.raises(ValueError, match="'layers.*.mlp' matches no unit"):
+        M.apply_recompute(make_model(), 'layers.*.mlp')
 
 
 def test_per_layer_compile_matches_eager_without_recompiles():
@@ -203,7 +244,7 @@ def test_per_layer_compile_matches_eager_without_recompiles():
     ref = loss_and_grads(m, b, n, t)
     torch._dynamo.reset()
     counters.clear()
-    m.compile_layers(backend='aot_eager', vision=True)
+    M.apply_compile(m, vision=True, backend='aot_eager')
     got = loss_and_grads(m, b, n, t)
     assert_same_function(ref, got, 'per-layer compiled vs eager')
     graphs = counters['stats']['unique_graphs']
@@ -213,6 +254,19 @@ def test_per_layer_compile_matches_eager_without_recompiles():
     assert not counters['recompiles'], f"recompiles: {dict(counters['recompiles'])}"
     loss_and_grads(m, make_batch(cfg, seed=5), n, t)  # a new batch of the same shapes compiles nothing
     assert counters['stats']['unique_graphs'] == graphs and not counters['recompiles']
+
+def test_compiled_layers_with_recompute_match_eager():
+    """The wrappers in train.py's order (recompute, then compile) on a model: same function, no graph breaks."""
+    from torch._dynamo.utils import counters
+    import torch._dynamo
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    ref = loss_and_grads(m, b, n, t)
+    torch._dynamo.reset()
+    counters.clear()
+    M.apply_recompute(m, 'vit,layers.*.attn,layers.*.vlm.mlp')
+    M.apply_compile(m, vision=True, backend='aot_eager')
+    assert_same_function(ref, loss_and_grads(m, b, n, t), 'recompute + per-layer compile vs eager')
+    assert not counters['graph_break'], f"graph breaks: {dict(counters['graph_break'])}"
 
 # -----------------------------------------------------------------------------
 # inference
@@ -252,6 +306,28 @@ def test_rope_matches_complex_rotation():
     assert_close(got, ref, 'rotate-half RoPE', rtol=1e-4)
 
 
+def test_flow_time_is_beta_1_5_1():
+    """t = 0.999 * Beta(1.5, 1) + 0.001: against the Beta(1.5, 1) CDF x^1.5 (Kolmogorov-Smirnov) and its mean 0.6,
+    for model.sample_time, for train.draw_randomness and for the draw Pi05.forward makes when given no time."""
+    import train
+    g = torch.Generator().manual_seed(0)
+    n = 200_000
+    draws = {'sample_time': M.sample_time(n, g),
+             'draw_randomness': train.draw_randomness(g, n, CFG, 0, False)[1]}
+    for name, t in draws.items():
+        x = ((t.double() - 0.001) / 0.999).sort().values
+        ks = float(((torch.arange(1, n + 1, dtype=torch.float64) / n) - x.clamp(0, 1) ** 1.5).abs().max())
+        assert t.min() >= 0.001 and t.max() <= 1.0 and ks < 0.005, f'{name}: KS distance to Beta(1.5, 1) {ks:.4f}'
+        assert abs(float(x.mean()) - 0.6) < 0.003, f'{name}: mean {float(x.mean()):.4f}, Beta(1.5, 1) has mean 0.6'
+    m, b = make_model(), make_batch()
+    with torch.no_grad():
+        got = m(b, generator=torch.Generator().manual_seed(3))
+        g = torch.Generator().manual_seed(3)
+        noise = torch.randn(b['actions'].shape, generator=g)
+        want = m(b, noise=noise, time=M.sample_time(3, g))
+    assert torch.equal(got, want), 'Pi05.forward must draw its flow time with sample_time'
+
+
 def test_time_embedding_is_sin_then_cos():
     t = torch.tensor([0.0, 0.3, 1.0])
     e = M.posemb_sincos(t, 8)
@@ -268,7 +344,7 @@ def test_norms_follow_openpi():
     with torch.no_grad():
         rms.weight.fill_(0.5)
     ref = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * 1.5
-    assert_close(rms(x)[0], ref, 'RMSNorm (1 + w)')
+    assert_close(rms(x), ref, 'RMSNorm (1 + w)')
     ada = M.AdaRMSNorm(8, 4)
     with torch.no_grad():
         ada.dense.weight.zero_()
@@ -294,7 +370,7 @@ def test_fresh_init_follows_openpi_jax():
     # zero gates: every expert block starts as the identity on the action stream
     b, (n, t) = make_batch(), noise_time()
     x_t = t[:, None, None] * n + (1 - t[:, None, None]) * b['actions']
-    xs, cond = m.embed_suffix(x_t, t)
+    xs, cond = m.action_in(x_t, t, m.compute_dtype)
     with torch.no_grad():
         layer = m.layers[0]
         xp, _ = m.embed_prefix(b)
@@ -352,7 +428,7 @@ def test_joint_layer_matches_spec_written_out():
     m, b, (n, t) = make_model(), make_batch(), noise_time()
     with torch.no_grad():
         xp, valid_p = m.embed_prefix(b)
-        xs, cond = m.embed_suffix(t[:, None, None] * n + (1 - t[:, None, None]) * b['actions'], t)
+        xs, cond = m.action_in(t[:, None, None] * n + (1 - t[:, None, None]) * b['actions'], t, m.compute_dtype)
         pad = torch.cat([valid_p, torch.ones(3, CFG.action_horizon, dtype=torch.bool)], 1)
         cos, sin = M.rope_tables(torch.cumsum(pad, 1) - 1, CFG.head_dim)
         P = xp.shape[1]
@@ -404,48 +480,49 @@ def test_bad_input_errors():
 
 
 def test_checkpoint_round_trip(tmp_path):
+    from safetensors.torch import load_file
     m = make_model()
     path = M.save_pretrained(m, str(tmp_path / 'ckpt'))
-    sd = M.read_safetensors(path)
+    sd = load_file(path)
     assert M.TIED_EMBED in sd and M.EXPERT_LM_HEAD in sd, 'openpi stores the embedding as lm_head and needs the expert lm_head'
     assert 'paligemma_with_expert.paligemma.model.language_model.layers.0.self_attn.q_proj.weight' in sd
     assert 'paligemma_with_expert.gemma_expert.model.layers.2.input_layernorm.dense.bias' in sd
     assert 'paligemma_with_expert.paligemma.model.vision_tower.vision_model.encoder.layers.1.mlp.fc2.weight' in sd
+    assert 'paligemma_with_expert.gemma_expert.model.norm.dense.weight' in sd and 'time_mlp_out.bias' in sd
     assert 'action_in_proj.weight' in sd and not any('embed_tokens' in k for k in sd)
     m2 = M.build('tiny', compute_dtype=torch.float32, init_from=str(tmp_path / 'ckpt'))
     for k, v in m.state_dict().items():
         assert torch.equal(v, m2.state_dict()[k]), k
-    try:
-        import safetensors.torch
-    except ImportError:
-        return
-    other = safetensors.torch.load_file(path)  # the reference reader agrees with ours
-    assert set(other) == set(sd) and all(torch.equal(other[k], sd[k]) for k in sd)
+    ours = M.openpi_state_dict(m)  # the file holds exactly the openpi-named state dict
+    assert set(ours) == set(sd) and all(torch.equal(ours[k], sd[k]) for k in sd)
+    assert not [f for f in os.listdir(tmp_path / 'ckpt') if f != 'model.safetensors'], 'temporary files left behind'
 
 
 def test_load_lerobot_prefixed_bf16_file(tmp_path):
+    from safetensors.torch import save_file
     m = make_model()
     sd = {'model.' + k: v.to(torch.bfloat16) for k, v in M.openpi_state_dict(m).items()}
     sd['model.paligemma_with_expert.paligemma.model.language_model.embed_tokens.weight'] = sd.pop('model.' + M.TIED_EMBED)
-    M.write_safetensors(sd, str(tmp_path / 'model.safetensors'))
+    save_file(sd, str(tmp_path / 'model.safetensors'))
     m2 = M.build('tiny', compute_dtype=torch.float32, init_from=str(tmp_path))
     for k, v in m.state_dict().items():
         assert torch.equal(m2.state_dict()[k], v.to(torch.bfloat16).float()), k
 
 
 def test_load_errors_name_the_keys(tmp_path):
+    from safetensors.torch import save_file
     m = make_model()
     sd = M.openpi_state_dict(m)
     missing = 'paligemma_with_expert.gemma_expert.model.layers.1.mlp.up_proj.weight'
     bad = dict(sd)
     del bad[missing]
-    M.write_safetensors(bad, str(tmp_path / 'a.safetensors'))
+    save_file(bad, str(tmp_path / 'a.safetensors'))
     with pytest.raises(ValueError, match=r'1 missing: ' + missing.replace('.', r'\.')):
         M.load_pretrained(make_model(), str(tmp_path / 'a.safetensors'))
     bad = dict(sd)
     bad['action_out_proj.weight'] = torch.zeros(5, 5)
     bad['something.else'] = torch.zeros(1)
-    M.write_safetensors(bad, str(tmp_path / 'b.safetensors'))
+    save_file(bad, str(tmp_path / 'b.safetensors'))
     with pytest.raises(ValueError, match=r'(?s)unexpected: something\.else.*misshaped: action_out_proj\.weight: file \(5, 5\)'):
         M.load_pretrained(make_model(), str(tmp_path / 'b.safetensors'))
 
@@ -456,7 +533,7 @@ def test_load_errors_name_the_keys(tmp_path):
 def test_estimate_flops_matches_flop_counter():
     from torch.utils.flop_counter import FlopCounterMode
     cfg = replace(CFG, width=128, mlp=512, expert_width=64, expert_mlp=128, vit_width=64, vit_mlp=128)
-    m, b, (n, t) = make_model(cfg), M.trim_batch(make_batch(cfg), 8), noise_time(cfg)
+    m, b, (n, t) = make_model(cfg), data.trim_batch(make_batch(cfg), 8)[0], noise_time(cfg)
     with FlopCounterMode(display=False) as fc:
         m(b, n, t).backward()
     est, got = m.estimate_flops(b), fc.get_total_flops()
@@ -495,14 +572,14 @@ class TestGPU:
     def test_inductor_layers_match_eager_bf16(self):
         m, b, n, t = self.setup('flex', torch.bfloat16)
         ref = loss_and_grads(m, b, n, t)
-        m.compile_layers()
+        M.apply_compile(m)
         l1, g1 = loss_and_grads(m, b, n, t)
         assert_close(l1, ref[0], 'inductor vs eager loss (bf16)', rtol=2e-2)
 
     def test_training_step_has_no_host_sync(self):
         """No .item(), no Python branching on device values: the step runs under CUDA's sync debug mode 'error'."""
         m, b, n, t = self.setup('flex', torch.bfloat16)
-        m.compile_layers()
+        M.apply_compile(m)
         loss_and_grads(m, b, n, t)  # compile first: compilation itself may synchronise
         torch.cuda.set_sync_debug_mode('error')
         try:

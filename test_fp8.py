@@ -1,6 +1,7 @@
 """
 Tests of fp8.py: which layers convert, fp8 numerics against bf16, compile without graph breaks, the keep-list,
-switching fp8 off, and the trace-to-module mapping of --validate. CPU, tiny configs, well under a minute:
+switching fp8 off, and the trace-to-module mapping of the validation (bench.py --fp8_validate). CPU, tiny configs,
+well under a minute:
 
     python -m pytest -q test_fp8.py
 
@@ -13,6 +14,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+import data
 import fp8
 import model as modeling
 
@@ -38,7 +40,7 @@ def tiny(seed=0, **kw):
 
 def inputs(cfg, B=4, seed=0, device='cpu'):
     g = torch.Generator(device).manual_seed(seed)
-    batch = fp8.synthetic_batch(cfg, B, prompt_len=16, device=device, generator=g)
+    batch = data.random_batch(cfg, B, prompt_slots=16, generator=g, device=device)
     noise = torch.randn(B, cfg.action_horizon, cfg.action_dim, device=device, generator=g)
     return batch, noise, torch.rand(B, device=device, generator=g)
 
@@ -93,7 +95,8 @@ def test_filter_rules_name_their_reason():
     cases = [
         ('vision.encoder.layers.0.mlp.fc1', m.vision.encoder.layers[0].mlp.fc1, 0, False, 'vision tower'),
         ('projector', m.projector, 0, False, 'multi-modal projector'),
-        ('time_mlp_in', m.time_mlp_in, 0, False, 'action/time projection'),
+        ('action_in.time_mlp_in', m.action_in.time_mlp_in, 0, False, 'action/time projection'),
+        ('action_out.action_out_proj', m.action_out.action_out_proj, 0, False, 'action/time projection'),
         ('layers.0.expert.input_layernorm.dense', m.layers[0].expert.input_layernorm.dense, 0, False, 'adaRMS modulation'),
         ('layers.2.vlm.mlp.gate_proj', m.layers[2].vlm.mlp.gate_proj, 0, False, 'never runs in training (frozen)'),
         ('layers.0.vlm.mlp.gate_proj', lin(24, 48), 0, False, 'dims not multiples of 16'),
@@ -109,7 +112,7 @@ def test_filter_rules_name_their_reason():
 
 def test_rows_aligned_flags_token_counts_that_fp8_wgrad_cannot_take():
     cfg = modeling.configs['pi05']
-    got = [fp8.rows_aligned(cfg, b) for b in (32, 16, 8, 4, 1)]
+    got = [fp8.rows_aligned(cfg, b, 64, 2) for b in (32, 16, 8, 4, 1)]
     assert got == [True, True, True, False, False], got  # expert tokens B*50 must be a multiple of 16
 
 
@@ -126,7 +129,11 @@ def test_keep_list_converts_only_listed_fqn(tmp_path):
 def test_convert_after_compile_is_an_error():
     m = tiny()
     m.layers[0].compile(backend='eager')
-    with pytest.raises(RuntimeError, match='before compile'):
+    with pytest.raises(RuntimeError, match='before recompute and compile'):
+        fp8.convert_to_fp8(m, min_dim=0, verbose=False)
+    m = tiny()
+    modeling.apply_recompute(m, 'vit')
+    with pytest.raises(RuntimeError, match='before recompute and compile'):
         fp8.convert_to_fp8(m, min_dim=0, verbose=False)
 
 
@@ -173,7 +180,7 @@ def test_fp8_tiny_model_within_fp8_tolerance_of_bf16():
     errs = {n: rel(g1[n + '.weight'], g0[n + '.weight']) for n in fp8.converted_fqns(m)}
     assert errs and max(errs.values()) < 0.25, f'max {max(errs.values()):.3f}, mean {sum(errs.values()) / len(errs):.3f}: {errs}'
     # layers that stayed bf16 but sit behind fp8 ones still agree to a similar degree
-    for n in ('projector.weight', 'time_mlp_in.weight', 'vision.encoder.layers.0.mlp.fc1.weight'):
+    for n in ('projector.weight', 'action_in.time_mlp_in.weight', 'vision.encoder.layers.0.mlp.fc1.weight'):
         assert rel(g1[n], g0[n]) < 0.25, f'{n}: rel err {rel(g1[n], g0[n]):.3f}'
 
 
@@ -211,11 +218,11 @@ def test_compiled_fp8_layers_have_no_graph_breaks():
     batch, noise, t = inputs(m.cfg)
     l_bf16, _ = loss_and_grads(ref, batch, noise, t)
     l_eager, g_eager = loss_and_grads(m, batch, noise, t)
-    m.compile_layers(backend='aot_eager')  # fullgraph=True: a break would raise; checked explicitly below
+    modeling.apply_compile(m, vision=False, backend='aot_eager')  # fullgraph=True: a break would raise
     l_comp, g_comp = loss_and_grads(m, batch, noise, t)
     breaks, graphs = dict(counters['graph_break']), counters['stats']['unique_graphs']
     assert not breaks, f'graph breaks: {breaks}'
-    assert graphs >= 4, f'{graphs} graphs compiled: 2 layer graphs + embed_suffix + action_head expected'
+    assert graphs >= 4, f'{graphs} graphs compiled: 2 layer graphs + action_in + action_out expected'
     # aot_eager runs the traced fp8 ops as they are: the compiled step equals eager fp8, which differs from bf16
     assert l_comp == l_eager != l_bf16, f'compiled {l_comp.item()!r}, eager fp8 {l_eager.item()!r}, bf16 {l_bf16.item()!r}'
     diff = max((g_comp[n] - g_eager[n]).abs().max().item() for n in g_eager)
@@ -233,13 +240,19 @@ def test_compiled_fp8_layers_have_no_graph_breaks():
 
 
 def test_every_linear_gemm_maps_to_a_module():
+    import bench
+    import train
     m = tiny()
     batch, _, _ = inputs(m.cfg, B=2)
     rows = fp8.linear_rows(m, batch)
     assert rows['layers.0.vlm.mlp.gate_proj'] == 2 * (2 * m.cfg.patches + 16), rows['layers.0.vlm.mlp.gate_proj']
-    assert rows['time_mlp_in'] == 2 and 'layers.2.vlm.mlp.gate_proj' not in rows, rows
+    assert rows['action_in.time_mlp_in'] == 2 and 'layers.2.vlm.mlp.gate_proj' not in rows, rows
     sig, groups = fp8.gemm_groups(m, rows)
-    gemms, total, _ = fp8.profile_step(m, batch, steps=1, warmup=0, device='cpu')
+    conf = dict(train.default_config(), model_name='tiny', augment=False)
+    opt = train.make_optimizer(m, conf)
+    _, prof = bench.profiled(lambda: train.train_step(m, m, opt, [batch], conf, 1e-5, torch.Generator(), [False, True]),
+                             'cpu', record_shapes=True)
+    gemms = fp8.gemm_events(prof, 'cpu')
     times, counts = fp8.attribute(gemms, sig)
     assert 'unmatched' not in counts and 'outside fwd/bwd' not in counts, \
         f"unmatched {counts.get('unmatched', 0)}, outside fwd/bwd {counts.get('outside fwd/bwd', 0)} of {len(gemms)} GEMMs"
@@ -250,16 +263,23 @@ def test_every_linear_gemm_maps_to_a_module():
     n_fwd = sum(g.phase == 'fwd' and len(g.shape) == 3 for g in gemms)
     assert n_fwd == len(ran), f'{n_fwd} forward GEMMs for {len(ran)} Linears that ran'
     assert set(times) >= set(groups), f'groups without GEMM time: {set(groups) - set(times)}'
+    static = {d.fqn: d for d in fp8.decisions(m, min_dim=0)}
+    keep, table = fp8.keep_list_lines(times, {k: v / 2 if k in groups else v for k, v in times.items()}, groups, static)
+    assert keep == sorted((n for n in rows if static[n].convert), key=fp8.natural_key) and keep, (keep, table)
 
 
-def test_png_writer_draws_both_curves(tmp_path):
-    import numpy as np
-    PIL = pytest.importorskip('PIL.Image')
-    img = np.zeros((5, 7, 3), np.uint8)
-    img[2, 3] = (10, 200, 30)
-    p = fp8.write_png(str(tmp_path / 'a.png'), img)
-    back = np.asarray(PIL.open(p).convert('RGB'))
-    assert back.shape == (5, 7, 3) and (back == img).all(), back[2, 3]
+def test_compare_runs_share_init_batches_and_noise(tmp_path, monkeypatch):
+    """bench.py --compare: with both runs in the same precision (fp32 on the CPU), the two loss curves must be
+    identical, which they are only if both start from the same weights and see the same batches, noise and times."""
+    import bench
+    monkeypatch.setattr(bench, 'model_name', 'tiny')
+    monkeypatch.setattr(bench, 'out_dir', str(tmp_path))
+    named = bench.named_rows()
+    named['default'] = (named['default'][0], dict(named['default'][1], compile=False, attn='eager'))
+    pearson, rel = bench.compare_losses(named, 'fp32', 6, 'cpu', depth=2, vit_depth=1, B=2, pool_size=8)
+    assert rel == 0.0 and pearson > 0.999999, (pearson, rel)
+    lines = (tmp_path / 'fp32_vs_default_loss.csv').read_text().splitlines()
+    assert lines[0] == 'step,default,fp32' and len(lines) == 7, lines
 
 
 # -----------------------------------------------------------------------------
@@ -275,7 +295,7 @@ class TestCuda:
         ref = tiny(device='cuda')
         m = copy.deepcopy(ref)
         fp8.convert_to_fp8(m, min_dim=0, verbose=False)
-        m.compile_layers()
+        modeling.apply_compile(m)
         batch, noise, t = inputs(m.cfg, B=16, device='cuda')  # token counts multiples of 16 (rows_aligned)
         l0, _ = loss_and_grads(ref, batch, noise, t)
         loss_and_grads(m, batch, noise, t)

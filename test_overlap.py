@@ -1,5 +1,5 @@
 """
-Layered compilation lets DDP overlap the gradient all-reduce with backward (case study section 5): each compiled
+Layered compilation lets DDP overlap the gradient all-reduce with backward: each compiled
 joint layer's backward is its own autograd function, so a layer's gradient bucket is launched while earlier layers
 are still in backward. Two gloo processes on the CPU record, with a DDP comm hook, when each bucket is launched and
 when the backward of the first layer has finished. Run: python -m pytest -q test_overlap.py
@@ -25,7 +25,7 @@ def _worker(rank, world, init_file, compiled, out):
     cfg = replace(M.configs['tiny'], depth=6, width=128, mlp=512)
     m = M.Pi05(cfg, compute_dtype=torch.float32)
     if compiled:
-        m.compile_layers(backend='aot_eager')
+        M.apply_compile(m, vision=False, backend='aot_eager')
     # one joint layer's gradients are ~0.5 MB: 0.5 MB buckets follow the layers
     ddp = torch.nn.parallel.DistributedDataParallel(m, bucket_cap_mb=0.5)
     events = []

@@ -21,6 +21,7 @@ import torch
 import data
 import model as M
 import train
+from safetensors.torch import load_file
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -110,6 +111,15 @@ def test_configurator_unknown_key_is_named(tmp_path):
     assert (g['max_iters'], g['learning_rate']) == (12, 3.0), (g['max_iters'], g['learning_rate'])
 
 
+def test_model_config_is_the_one_source_of_shapes():
+    g = configure(['--model_name=tiny'], train.default_config())
+    cfg = train.model_config({k: g[k] for k in train.default_config()})
+    assert (cfg.action_horizon, cfg.max_token_len) == (5, 24), (cfg.action_horizon, cfg.max_token_len)
+    g = configure(['--model_name=pi05', '--action_horizon=10'], train.default_config())
+    cfg = train.model_config({k: g[k] for k in train.default_config()})
+    assert (cfg.action_horizon, cfg.max_token_len) == (10, 200), (cfg.action_horizon, cfg.max_token_len)
+
+
 def test_every_config_file_parses():
     for name in sorted(os.listdir(os.path.join(ROOT, 'config'))):
         if name.endswith('.py'):
@@ -131,10 +141,9 @@ def test_lr_schedule_matches_openpi_pi05_libero():
 
 
 def test_ddp_two_processes_equal_one_process(tiny_data, tmp_path):
-    """Global batch 8: 2 gloo processes x micro-batch 2 x 2 micro-steps vs 1 process x 4 x 2. Uses openpi's three
-    camera slots (the empty one is trimmed) and augmentation, so per-sample randomness must follow sample_id."""
-    common = ['--max_iters=4', '--eval_interval=2', '--ckpt_interval=4', '--grad_accum=2', '--camera_slots=3',
-              '--prompt_format=pi0']
+    """Global batch 8: 2 gloo processes x micro-batch 2 x 2 micro-steps vs 1 process x 4 x 2, with augmentation, so
+    per-sample randomness must follow sample_id."""
+    common = ['--max_iters=4', '--eval_interval=2', '--ckpt_interval=4', '--grad_accum=2', '--prompt_format=pi0']
     two, one = tmp_path / 'two', tmp_path / 'one'
     env = dict(os.environ, OMP_NUM_THREADS='1')
     proc = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
@@ -150,7 +159,7 @@ def test_ddp_two_processes_equal_one_process(tiny_data, tmp_path):
         y = [float(r[key]) for r in b if r[key]]
         diff = max(abs(u - v) / max(abs(u), 1e-3) for u, v in zip(x, y))
         assert len(x) == len(y) and len(x) >= 3 and diff < 1e-5, f'{key}: 1 process {x} vs 2 processes {y} (max rel diff {diff:.2e})'
-    wa, wb = M.read_safetensors(str(one / 'ckpt_4' / 'model.safetensors')), M.read_safetensors(str(two / 'ckpt_4' / 'model.safetensors'))
+    wa, wb = load_file(str(one / 'ckpt_4' / 'model.safetensors')), load_file(str(two / 'ckpt_4' / 'model.safetensors'))
     diffs = [(wa[k].float() - wb[k].float()).abs().max().item() for k in wa]
     assert wa.keys() == wb.keys() and max(diffs) < 1e-5, f'final weights: max abs diff {max(diffs):.2e}, mean over tensors {sum(diffs) / len(diffs):.2e}'
 
@@ -177,7 +186,7 @@ def test_resume_equals_uninterrupted_run(tiny_data, tmp_path, uninterrupted):
     mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
     assert len(a) == len(b) == 11 and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
     for name in ('model.safetensors', 'ema.safetensors'):
-        wa, wb = M.read_safetensors(str(ref / 'ckpt_10' / name)), M.read_safetensors(str(tmp_path / 'ckpt_10' / name))
+        wa, wb = load_file(str(ref / 'ckpt_10' / name)), load_file(str(tmp_path / 'ckpt_10' / name))
         diffs = {k: (wa[k].float() - wb[k].float()).abs().max().item() for k in wa}
         assert wa.keys() == wb.keys() and max(diffs.values()) == 0.0, f'{name}: max abs diff {max(diffs.values()):.2e}'
     assert sorted(d for d in os.listdir(tmp_path) if d.startswith('ckpt')) == ['ckpt_10', 'ckpt_8'], 'keep_last=2'
@@ -191,7 +200,7 @@ def test_checkpoint_loads_into_fresh_model(uninterrupted):
         a, b = trained.state_dict(), fresh.state_dict()
         diffs = {k: (a[k].float() - b[k].float()).abs().max().item() for k in a}
         assert a.keys() == b.keys() and max(diffs.values()) == 0.0, f'{name}: max abs diff {max(diffs.values()):.2e}'
-    keys = M.read_safetensors(str(out / 'ckpt_10' / 'model.safetensors'))
+    keys = load_file(str(out / 'ckpt_10' / 'model.safetensors'))
     assert all(k.startswith('paligemma_with_expert.') or not k.startswith(('layers.', 'vision.')) for k in keys), list(keys)[:5]
     state = torch.load(out / 'ckpt_10' / 'state.pt', weights_only=True)
     assert state['iter'] == 10 and state['config']['max_iters'] == 10 and state['loader'] == {'step': 10}, state.keys()
@@ -263,25 +272,24 @@ def test_fused_clip_in_adamw_matches_clip_grad_norm():
                  actions=torch.randn(2, cfg.action_horizon, 32, generator=g))
     weights = {}
     for fused in (False, True):
-        c = dict(conf, fused_adamw=fused)
         torch.manual_seed(0)
-        _, raw = train.setup_model(c, 'cpu')
+        raw = train.build_model(conf, 'cpu')
         with torch.no_grad():
             for p in raw.parameters():
                 p.add_(torch.randn_like(p) * 0.05)
-        opt = train.make_optimizer(raw, c)
-        mb = train.prepare_micro_batch(batch, c, 'cpu')
-        norms = [float(train.train_step(raw, raw, opt, [mb], c, lr=1e-3, gen=torch.Generator().manual_seed(i))[1])
+        opt = train.make_optimizer(raw, conf, fused=fused)
+        mb = train.to_device(data.trim_batch(batch, conf['prompt_bucket'])[0], 'cpu')
+        norms = [float(train.train_step(raw, raw, opt, [mb], conf, 1e-3, torch.Generator().manual_seed(i), [False, True])[1])
                  for i in range(2)]
-        assert min(norms) > 10 * c['grad_clip'], f"the clip must be active for the test to mean anything: {norms}"
+        assert min(norms) > 10 * conf['grad_clip'], f"the clip must be active for the test to mean anything: {norms}"
         weights[fused] = {n: p.detach().clone() for n, p in raw.named_parameters()}
     worst = max(float((weights[True][n] - w).abs().max() / w.abs().max().clamp_min(1e-12)) for n, w in weights[False].items())
     assert worst < 1e-5, f"fused clip vs clip_grad_norm_: worst relative difference {worst:.2e}"
 
 
 def test_fused_adamw_skips_a_non_finite_step():
-    conf = dict(train.default_config(), model_name='tiny', dtype='float32')
-    _, raw = train.setup_model(dict(conf, compile=False, attn='eager'), 'cpu')
+    conf = dict(train.default_config(), model_name='tiny', dtype='float32', compile=False, attn='eager')
+    raw = train.build_model(conf, 'cpu')
     opt = train.make_optimizer(raw, conf)
     before = {n: p.detach().clone() for n, p in raw.named_parameters()}
     for p in raw.parameters():
@@ -313,24 +321,17 @@ def test_sigkill_mid_run_resumes_exactly(tiny_data, tmp_path, uninterrupted):
     a, b = read_csv(ref / 'losses.csv'), read_csv(tmp_path / 'losses.csv')
     mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
     assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
-    wa, wb = M.read_safetensors(str(ref / 'ckpt_10' / 'model.safetensors')), M.read_safetensors(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
+    wa, wb = load_file(str(ref / 'ckpt_10' / 'model.safetensors')), load_file(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
     assert all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the uninterrupted run'
 
 
-def test_bench_trace_summary_counts_kinds_and_idle(tmp_path):
-    """bench.py's profile account: kernel time per kind and the gaps between kernels, from a Kineto trace."""
-    import json
-    sys.argv, argv = ['bench.py'], sys.argv
-    try:
-        import bench
-    finally:
-        sys.argv = argv
-    ev = [dict(ph='X', cat='kernel', name='nvjet_sm90_tst_192x192', ts=0, dur=1000),
-          dict(ph='X', cat='kernel', name='triton_poi_fused_add_0', ts=1500, dur=500),   # 0.5 ms idle before
-          dict(ph='X', cat='kernel', name='flex_attention_fwd', ts=1800, dur=400),       # overlaps: no idle
-          dict(ph='X', cat='cpu_op', name='aten::mm', ts=0, dur=5000),                  # not a kernel
-          dict(ph='X', cat='kernel', name='multi_tensor_apply_kernel<FusedAdam>', ts=3200, dur=300)]  # 1 ms idle
-    (tmp_path / 't.json').write_text(json.dumps({'traceEvents': ev}))
-    s = bench.trace_summary(str(tmp_path / 't.json'))
+def test_bench_trace_summary_counts_kinds_and_idle():
+    """bench.py's profile account: kernel time per kind and the gaps between kernels, from (name, start, duration)."""
+    import bench
+    kernels = [('nvjet_sm90_tst_192x192', 0, 1000),
+               ('triton_poi_fused_add_0', 1500, 500),                  # 0.5 ms idle before
+               ('flex_attention_fwd', 1800, 400),                       # overlaps: no idle
+               ('multi_tensor_apply_kernel<FusedAdam>', 3200, 300)]     # 1 ms idle
+    s = bench.trace_summary(kernels)
     assert s == {'span': 3.5, 'idle': 1.5, 'GEMM': 1.0, 'fused elementwise (Triton)': 0.5, 'attention': 0.4,
                  'optimizer': 0.3}, s

@@ -4,18 +4,17 @@ Train Pi0.5 with flow matching on one GPU, many GPUs (DDP through torchrun, also
     python train.py config/demo.py                                      # CPU demo on a synthetic dataset, minutes
     torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py
     torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py --init_from=resume   # continue
-    torchrun --nnodes=2 --node_rank=0 --rdzv_backend=c10d --rdzv_endpoint=host0:29500 --nproc_per_node=8 \
+    torchrun --nnodes=2 --node_rank=0 --rdzv_backend=c10d --rdzv_endpoint=host0:29500 --nproc_per_node=8 \\
         train.py config/pi05_libero.py                                   # and --node_rank=1 on the second node
 
-The script reads top to bottom: config globals -> configurator -> distributed init -> model (build or load) -> fp8 ->
-recompute -> per-layer compile -> DDP -> optimizer -> loop (lr, eval/checkpoint, micro-steps with no_sync on all but
-the last, clip, step, EMA, log). The functions between the globals and the script (setup_model, make_optimizer,
-prepare_micro_batch, train_step, evaluate, ...) take the config as a dict and are what bench.py imports, so the
-benchmark runs exactly the trainer's code; the script itself runs only under `if __name__ == '__main__'`.
+The script at the bottom reads top to bottom: config -> distributed init -> data -> model (build or load) -> fp8 ->
+recompute -> per-layer compile -> DDP -> optimizer -> loop (eval/checkpoint, micro-steps with no_sync on all but the
+last, clip, step, EMA, log). The functions above it take the config as a dict and are what bench.py imports, so the
+benchmark runs exactly the trainer's code.
 
-Randomness is a pure function of (seed, step): the whole global batch's noise, flow time and augmentation parameters
-come from one generator seeded by (seed, step) and are sliced by each sample's position in the global batch, so a
-2-process run equals a 1-process run with the same global batch and a resumed run equals an uninterrupted one.
+Randomness is a pure function of (seed, step, sample): the whole global batch's noise, flow time and augmentation
+parameters come from one generator seeded by (seed, step) and are sliced by each sample's position in the global
+batch, so a 2-process run equals a 1-process run with the same global batch and a resumed run an uninterrupted one.
 """
 import csv
 import math
@@ -25,6 +24,7 @@ import resource
 import shutil
 import time
 from contextlib import nullcontext
+from dataclasses import replace
 from types import MappingProxyType
 
 import numpy as np
@@ -32,10 +32,11 @@ import torch
 import torch._dynamo
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.profiler import record_function
 from tqdm import tqdm
 
 import data
-from model import build, configs, load_pretrained, save_pretrained, trim_batch
+import model as M
 
 # -----------------------------------------------------------------------------
 # config: defaults, overridden by config/*.py and --key=value (configurator.py)
@@ -43,7 +44,7 @@ from model import build, configs, load_pretrained, save_pretrained, trim_batch
 out_dir = 'out'                 # ckpt_<iter>/, losses.csv, log.txt
 init_from = 'scratch'           # 'scratch' | 'resume' (newest checkpoint in out_dir) | <model.safetensors or its dir>
 eval_interval = 500             # iterations between evaluations (also at the start and the end); 0: never
-eval_iters = 4                  # validation micro-batches per rank per evaluation
+eval_iters = 4                  # validation global batches per evaluation
 ckpt_interval = 1000            # iterations between checkpoints (and one at the end); 0: only at the end; -1: never
 keep_last = 3                   # newest checkpoints kept; 0: all
 log_interval = 10               # iterations between log lines (each line is one host sync)
@@ -53,24 +54,19 @@ data_dir = 'data_cache/libero'  # a directory prepared by data.py
 synthetic_episodes = 0          # >0: write a synthetic dataset of this many episodes to data_dir if it is missing
 val_fraction = 0.05             # share of episodes held out for validation
 prompt_format = 'pi05'          # 'pi05' (task + discretized state) | 'pi0' (task only: openpi's pi05_libero)
-camera_slots = 0                # 0: the dataset's cameras; 3: openpi's fixed slots (empty ones are dropped by trim_batch)
-prune_cameras = True            # drop camera slots masked in every sample before the GPU (case study section 1)
 prompt_bucket = 32              # prompt padding cut to a multiple of this many slots; 0: keep max_token_len
 augment = True                  # openpi's training augmentation (crop, rotate, colour jitter) on the device
-# model
+# model: shapes come from model.configs[model_name]; a value here overrides that field
 model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
-action_horizon = 50             # H, actions per chunk
-max_token_len = 200             # L, prompt slots
+action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
+max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
 attn = 'flex'                   # 'flex' | 'sdpa' | 'eager'
-recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (Pi05.set_recompute); H200, micro-batch 32:
+recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute); H200, micro-batch 32:
                                 # none 553 ms 96 GiB, vit 584 ms 82 GiB (bench.py); 'vit' on 80 GB GPUs
-compile = True                  # per-layer torch.compile
+compile = True                  # per-layer torch.compile (model.apply_compile)
 compile_vision = True           # also compile each SigLIP layer (measured on the H200: -38 ms/step at micro-batch 32)
-skip_unused = True              # skip the last layer's prefix work whose result feeds nothing; False: the reference path
-batched_vision = True           # one SigLIP call over all cameras; False: one per camera (openpi)
-fused_adamw = True              # fused AdamW with the clip folded into its grad_scale; False: foreach AdamW + clip_grad_norm_
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
-fp8_keep_list = 'fp8_keep.txt'  # the Linears `fp8.py --validate` measured faster in fp8; '': fp8.py's static rules only
+fp8_keep_list = 'fp8_keep.txt'  # the Linears `bench.py --fp8_validate` measured faster in fp8; '': static rules only
 dtype = 'auto'                  # compute dtype 'bfloat16' | 'float32' | 'auto' (bf16 on CUDA, fp32 on CPU)
 param_dtype = 'float32'         # 'float32' (fp32 master weights and AdamW moments) | 'bfloat16' (pure bf16, openpi torch)
 loss_dims = 0                   # 0: loss over all 32 action dims (openpi); n: over the first n (LeRobot)
@@ -78,7 +74,7 @@ loss_dims = 0                   # 0: loss over all 32 action dims (openpi); n: o
 micro_batch = 32                # samples per process per micro-step
 grad_accum = 1                  # micro-steps per optimizer step
 max_iters = 30000               # optimizer steps
-# optimizer and schedule: openpi pi05_libero (src/openpi/training/config.py, optimizer.py; spec section 7.1)
+# optimizer and schedule: openpi pi05_libero (src/openpi/training/config.py, optimizer.py)
 learning_rate = 5e-5            # peak lr
 decay_lr = 5e-5                 # lr at the end of the cosine decay
 warmup_iters = 10000            # linear warmup from learning_rate / (warmup_iters + 1) to learning_rate
@@ -97,7 +93,7 @@ peak_tflops = 0.0               # per-GPU bf16 peak for MFU; 0: measure a bf16 m
 sample_steps = 10               # Euler steps of sample_actions in evaluation
 seed = 42
 # -----------------------------------------------------------------------------
-_DEFAULTS = {k: v for k, v in globals().items() if not k.startswith('_') and isinstance(v, (bool, int, float, str))}
+_DEFAULTS = {k: v for k, v in globals().items() if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))}
 
 # -----------------------------------------------------------------------------
 # the pieces of training, shared with bench.py (they read the config from a dict, never from globals)
@@ -113,9 +109,16 @@ def check_config(conf):
     if unknown:
         raise KeyError(f"unknown config keys {unknown}; train.py knows {sorted(_DEFAULTS)}")
     for key, allowed in (('attn', ('flex', 'sdpa', 'eager')), ('dtype', ('auto', 'bfloat16', 'float32')),
-                         ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0'))):
+                         ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0')),
+                         ('model_name', tuple(M.configs))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
+
+
+def model_config(conf, **overrides):
+    """model.configs[model_name] with the fields the config sets explicitly (action_horizon, max_token_len)."""
+    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len') if conf[k] is not None}
+    return replace(M.configs[conf['model_name']], **fields, **overrides)
 
 
 def compute_dtype_of(conf, device):
@@ -124,63 +127,65 @@ def compute_dtype_of(conf, device):
     return getattr(torch, conf['dtype'])
 
 
-def setup_model(conf, device, weights=None):
-    """Build the model exactly as training does: build (fresh init, or weights loaded from `weights` / a path in
-    init_from) -> param dtype -> fp8 -> recompute -> per-layer compile -> DDP (when torch.distributed is
-    initialized). Returns (model, raw): model is what to call (maybe DDP), raw the Pi05 inside."""
-    check_config(conf)
+def build_model(conf, device, weights=None, skip_unused=True, batched_vision=True, **cfg_overrides):
+    """The model as training builds it: fresh init, or weights from `weights` / the path in init_from, then the
+    parameter dtype. skip_unused=False / batched_vision=False are the reference paths (bench.py's community rows)."""
     if weights is None and conf['init_from'] not in ('scratch', 'resume'):
         weights = conf['init_from']
-    raw = build(conf['model_name'], device, attn=conf['attn'], compute_dtype=compute_dtype_of(conf, device),
-                init_from=weights, skip_unused=conf['skip_unused'], action_horizon=conf['action_horizon'],
-                max_token_len=conf['max_token_len'])
-    raw.batched_vision = conf['batched_vision']
+    raw = M.build(model_config(conf, **cfg_overrides), device, attn=conf['attn'], init_from=weights,
+                  compute_dtype=compute_dtype_of(conf, device), skip_unused=skip_unused, batched_vision=batched_vision)
     if conf['param_dtype'] == 'bfloat16':
         raw.set_param_dtype(torch.bfloat16)
+    return raw
+
+
+def wrap_model(raw, conf, device, cameras=2):
+    """The training wrappers in their fixed order: fp8 -> recompute -> per-layer compile -> DDP (when
+    torch.distributed is initialized). Returns what to call (the DDP module, or raw itself). cameras: camera slots
+    per sample (fp8 checks that token counts suit its kernels)."""
     if conf['fp8']:
         import fp8  # torchao, only when asked for
         quiet = dist.is_available() and dist.is_initialized() and dist.get_rank() > 0
         # _scaled_mm's weight-gradient GEMM contracts over tokens, which must be a multiple of 16, else pad
-        aligned = fp8.rows_aligned(raw.cfg, conf['micro_batch'], prompt_slots=conf['prompt_bucket'] or conf['max_token_len'])
+        aligned = fp8.rows_aligned(raw.cfg, conf['micro_batch'], conf['prompt_bucket'] or raw.cfg.max_token_len, cameras)
         keep = conf['fp8_keep_list']
         if keep and not os.path.exists(keep):  # a relative name: the file next to train.py
             keep = os.path.join(os.path.dirname(os.path.abspath(__file__)), keep)
         fp8.convert_to_fp8(raw, keep_list=keep or None, pad_inner_dim=not aligned, verbose=not quiet)
-    raw.set_recompute(conf['recompute'])
+    M.apply_recompute(raw, conf['recompute'])
     if conf['compile']:
         # per-layer compile already splits the graph for DDP's buckets; DDPOptimizer would compile around the
-        # compiled layers and crash on FakeTensors (case study section 5.1)
+        # compiled layers and fail on FakeTensors when its cache is cold (seen with partially compiled models)
         torch._dynamo.config.optimize_ddp = False
-        # each prompt bucket (up to max_token_len / prompt_bucket lengths) and each eval batch shape is one more
-        # compiled variant of the same layer code: keep them all instead of falling back to eager after 8
+        # each prompt bucket and each eval batch shape is one more compiled variant of the same layer code: keep
+        # them all instead of falling back to eager after 8
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-        raw.compile_layers(vision=conf['compile_vision'])
-    model = raw
-    if dist.is_available() and dist.is_initialized():
-        cuda = str(device).startswith('cuda')
-        # frozen parameters never get a gradient, so no find_unused_parameters (and its graph walk every step)
-        model = DDP(raw, device_ids=[torch.device(device).index] if cuda else None,
-                    bucket_cap_mb=conf['ddp_bucket_mb'] or layer_grad_mib(raw), gradient_as_bucket_view=True)
-    return model, raw
+        M.apply_compile(raw, vision=conf['compile_vision'])
+    if not (dist.is_available() and dist.is_initialized()):
+        return raw
+    cuda = str(device).startswith('cuda')
+    # frozen parameters never get a gradient, so no find_unused_parameters (and its graph walk every step)
+    return DDP(raw, device_ids=[torch.device(device).index] if cuda else None,
+               bucket_cap_mb=conf['ddp_bucket_mb'] or layer_grad_mib(raw), gradient_as_bucket_view=True)
 
 
 def layer_grad_mib(raw):
     """Gradient bytes of one joint layer (both streams): the bucket size at which DDP's buckets follow the layers,
-    each all-reduced as soon as that compiled layer's backward has produced it (case study section 5.3)."""
+    each all-reduced as soon as that compiled layer's backward has produced it."""
     return sum(p.numel() * p.element_size() for p in raw.layers[0].parameters() if p.requires_grad) / 2 ** 20
 
 
-def make_optimizer(raw, conf):
-    """AdamW over the trainable parameters. Moments take each parameter's dtype: fp32 with fp32 master weights (the
-    default). fused_adamw: one fused kernel (CUDA and CPU) that also applies the gradient clip (train_step);
-    otherwise torch's default multi-tensor AdamW, as openpi's trainer uses it."""
+def make_optimizer(raw, conf, fused=True):
+    """AdamW over the trainable parameters; the moments take each parameter's dtype (fp32 with fp32 master weights).
+    fused: one fused kernel (CUDA and CPU) that also applies the gradient clip (train_step); False: torch's default
+    multi-tensor AdamW with clip_grad_norm_, as openpi's trainer uses it (bench.py's community rows)."""
     params = [p for p in raw.parameters() if p.requires_grad]
     return torch.optim.AdamW(params, lr=conf['learning_rate'], betas=(conf['beta1'], conf['beta2']), eps=conf['eps'],
-                             weight_decay=conf['weight_decay'], fused=conf['fused_adamw'] or None)
+                             weight_decay=conf['weight_decay'], fused=fused or None)
 
 
 def lr_at(it, conf):
-    """optax warmup_cosine_decay_schedule (openpi CosineDecaySchedule; spec section 7.1)."""
+    """optax warmup_cosine_decay_schedule (openpi CosineDecaySchedule)."""
     peak, warmup, end = conf['learning_rate'], conf['warmup_iters'], conf['decay_lr']
     if it < warmup:
         lr0 = peak / (warmup + 1)
@@ -195,59 +200,40 @@ def step_generator(seed, it, device, stream=0):
     return torch.Generator(device=device).manual_seed(key)
 
 
-def draw_randomness(gen, G, horizon, action_dim, n_slots, augment):
-    """Noise (G, H, A), flow time (G,) and augmentation parameters for a whole global batch of G samples.
-    t = 0.999 * Beta(1.5, 1) + 0.001; Beta(1.5, 1) has CDF x^1.5, so U^(2/3) samples it exactly (openpi pi0.py)."""
-    dev = gen.device
-    noise = torch.randn(G, horizon, action_dim, generator=gen, device=dev)
-    t = torch.rand(G, generator=gen, device=dev) ** (2.0 / 3.0) * 0.999 + 0.001
-    aug = data.sample_augment_params(G, n_slots, generator=gen, device=dev) if augment else None
+def draw_randomness(gen, G, cfg, n_cams, augment):
+    """Noise (G, H, A), flow time (G,) and augmentation parameters (G, n_cams) for a whole global batch of G."""
+    noise = torch.randn(G, cfg.action_horizon, cfg.action_dim, generator=gen, device=gen.device)
+    t = M.sample_time(G, gen, gen.device)
+    aug = data.sample_augment_params(G, n_cams, generator=gen, device=gen.device) if augment else None
     return noise, t, aug
 
 
-def trim_micro_batch(batch, conf, wrist=None):
-    """The CPU side of a micro-batch, run on the loader's prefetch thread (data.Loader transform): model.trim_batch
-    drops camera slots masked in every sample and prompt padding beyond the bucket. Adds 'slots' (the kept camera
-    slots, to slice augmentation parameters), 'n_slots' and 'wrist' (the kept slots' wrist flags; default openpi's
-    slot order: base camera, then wrist cameras)."""
-    n_slots = batch['images'].shape[1]
-    wrist = list(wrist) if wrist is not None else [i > 0 for i in range(n_slots)]
-    keep = batch['image_mask'].any(0) if conf['prune_cameras'] else torch.ones(n_slots, dtype=torch.bool)
-    kept = keep.nonzero()[:, 0]  # the slots trim_batch keeps
-    out = trim_batch(batch, bucket=conf['prompt_bucket'], cameras=conf['prune_cameras'])
-    out.update(slots=kept, n_slots=n_slots, wrist=tuple(wrist[i] for i in kept.tolist()))
-    return out
+def to_device(batch, device):
+    """A CPU micro-batch (pinned by the loader) on the device without blocking."""
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
-def prepare_micro_batch(batch, conf, device, wrist=None):
-    """A CPU micro-batch -> trimmed (unless the loader thread did it) -> on the device without blocking."""
-    if 'slots' not in batch:
-        batch = trim_micro_batch(batch, conf, wrist)
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-
-def train_step(model, raw, optimizer, micro_batches, conf, lr, gen):
-    """One optimizer step over this process's prepared micro-batches. The global batch's randomness is drawn from
-    `gen` and sliced by each sample's `sample_id`. Returns the mean loss and the pre-clip gradient norm as device
-    tensors: nothing here waits for the device."""
-    A = len(micro_batches)
-    mb0 = micro_batches[0]
+def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
+    """One optimizer step over this process's micro-batches (on the device). The global batch's randomness is drawn
+    from `gen` and sliced by each sample's `sample_id`; wrist: per camera slot, no geometric augmentation. Returns
+    the mean loss and the pre-clip gradient norm as device tensors: nothing here waits for the device."""
+    n_micro = len(micro_batches)
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-    G = mb0['actions'].shape[0] * A * world
-    noise, t, aug = draw_randomness(gen, G, raw.cfg.action_horizon, raw.cfg.action_dim, mb0['n_slots'], conf['augment'])
+    G = micro_batches[0]['actions'].shape[0] * n_micro * world
+    noise, t, aug = draw_randomness(gen, G, raw.cfg, len(wrist), conf['augment'])
     for group in optimizer.param_groups:
         group['lr'] = lr
     total = 0.0
     for i, mb in enumerate(micro_batches):
         sid = mb['sample_id']
-        batch = dict(mb)
         if aug is not None:
-            params = {k: v[sid][:, mb['slots']] for k, v in aug.items()}
-            batch['images'] = data.augment_images(mb['images'], mb['wrist'], params)
-        sync = nullcontext() if i == A - 1 or not isinstance(model, DDP) else model.no_sync()
-        with sync:  # gradients are all-reduced only on the last micro-step
-            loss = model(batch, noise=noise[sid], time=t[sid], loss_dims=conf['loss_dims']) / A
-            loss.backward()
+            mb = dict(mb, images=data.augment_images(mb['images'], wrist, {k: v[sid] for k, v in aug.items()}))
+        sync = nullcontext() if i == n_micro - 1 or not isinstance(model, DDP) else model.no_sync()
+        with sync:  # gradients are all-reduced only on the last micro-step; the ranges name the phases in profiles
+            with record_function('train_step.forward'):
+                loss = model(mb, noise=noise[sid], time=t[sid], loss_dims=conf['loss_dims']) / n_micro
+            with record_function('train_step.backward'):
+                loss.backward()
         total = total + loss.detach()
     params = [p for p in raw.parameters() if p.grad is not None]
     if optimizer.defaults.get('fused'):
@@ -272,9 +258,9 @@ class EMA:
 
     def __init__(self, raw, decay, attn):
         self.decay = decay
-        self.model = build(raw.cfg, raw.embed_tokens.weight.device, attn=attn, compute_dtype=raw.compute_dtype)
+        self.model = M.build(raw.cfg, raw.embed_tokens.weight.device, attn=attn, compute_dtype=raw.compute_dtype)
         self.model.requires_grad_(False)
-        self.model.load_state_dict(raw.state_dict())  # same keys after fp8 and in-place compile; cast to fp32
+        self.model.load_state_dict(raw.state_dict())  # same keys after fp8, recompute and in-place compile
         mine = dict(self.model.named_parameters())
         pairs = [(mine[n], p) for n, p in raw.named_parameters() if p.requires_grad]
         self.dst, self.src = [d for d, _ in pairs], [s for _, s in pairs]
@@ -292,12 +278,11 @@ def evaluate(raw, loader, conf, device, n_iters):
     valid chunk positions. Every process takes its share of n_iters global batches; sums are all-reduced."""
     sums, n = torch.zeros(3, dtype=torch.float64, device=device), 0  # loss * B, squared error, valid positions
     for i in range(n_iters):
+        gen = step_generator(conf['seed'], i, device, stream=1)
+        noise, t, _ = draw_randomness(gen, loader.global_batch, raw.cfg, 0, False)
+        x1 = torch.randn(noise.shape, generator=gen, device=device)  # sampling starts from this noise
         for mb in loader.get(i):  # get() leaves the loader's position alone
-            mb = prepare_micro_batch(mb, conf, device, loader.wrist)
-            gen = step_generator(conf['seed'], i, device, stream=1)
-            G, H, A = loader.global_batch, raw.cfg.action_horizon, raw.cfg.action_dim
-            noise, t, _ = draw_randomness(gen, G, H, A, 0, False)
-            x1 = torch.randn(G, H, A, generator=gen, device=device)  # sampling starts from this noise
+            mb = to_device(mb, device)
             sid, B = mb['sample_id'], mb['actions'].shape[0]
             loss = raw(mb, noise=noise[sid], time=t[sid], loss_dims=conf['loss_dims'])
             pred = raw.sample_actions(mb, noise=x1[sid], num_steps=conf['sample_steps'])
@@ -312,18 +297,19 @@ def evaluate(raw, loader, conf, device, n_iters):
     return loss_sum / n, sq / max(count, 1.0)
 
 
-def measure_matmul_tflops(device, n=8192, iters=20):
-    """Sustained bf16 matmul TFLOP/s of this GPU, measured now (MFU is quoted against it)."""
+def measure_matmul_tflops(device='cuda', n=8192, iters=30):
+    """Sustained bf16 matmul TFLOP/s of this GPU, measured now with CUDA events (MFU is quoted against it)."""
     a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    for _ in range(3):
+    for _ in range(5):
         a @ b
-    torch.cuda.synchronize(device)
-    t0 = time.perf_counter()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
     for _ in range(iters):
         a @ b
+    end.record()
     torch.cuda.synchronize(device)
-    return 2 * n ** 3 * iters / (time.perf_counter() - t0) / 1e12
+    return 2 * n ** 3 * iters / (start.elapsed_time(end) / 1e3) / 1e12
 
 
 def tflops_str(x):
@@ -351,14 +337,6 @@ def list_checkpoints(out_dir):
     return sorted(found)
 
 
-def _fsync(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last):
     """Write the files into a temporary directory, fsync, then rename it into place: a crash leaves either the
     whole checkpoint or none. Then delete all but the newest keep_last."""
@@ -366,18 +344,18 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last):
     tmp = os.path.join(out_dir, f'.tmp_ckpt_{it}')
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    save_pretrained(raw, tmp)  # model.safetensors in openpi's key format
+    M.save_pretrained(raw, tmp)  # model.safetensors in openpi's key format
     if ema_model is not None:
-        save_pretrained(ema_model, os.path.join(tmp, 'ema.safetensors'))
+        M.save_pretrained(ema_model, os.path.join(tmp, 'ema.safetensors'))
     with open(os.path.join(tmp, 'state.pt'), 'wb') as f:
         torch.save(state, f)
         f.flush()
         os.fsync(f.fileno())
-    _fsync(tmp)
+    M.fsync_path(tmp)
     if os.path.exists(final):  # re-saving an iteration: move the old one aside first (rename is atomic)
         os.replace(final, tmp + '.old')
     os.replace(tmp, final)
-    _fsync(out_dir)
+    M.fsync_path(out_dir)
     shutil.rmtree(tmp + '.old', ignore_errors=True)
     if keep_last:
         for _, old in list_checkpoints(out_dir)[:-keep_last]:
@@ -385,16 +363,55 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last):
     return final
 
 # -----------------------------------------------------------------------------
-# the training script
+# logging: rank 0 prints and appends to log.txt; losses.csv gets one row per iteration
 
 
 CSV_FIELDS = ['iter',  # row `iter`: measured on the weights after `iter` optimizer steps (lr: of the step from there)
               'loss', 'lr', 'gnorm', 'val_loss', 'action_mse', 'ema_val_loss', 'ema_action_mse']
 
+
+def log(msg, path, master=True):
+    if master:
+        tqdm.write(msg)
+        with open(path, 'a') as f:
+            f.write(msg + '\n')
+
+
+def flush(pending, evals, csv_path, world_size, out_dir, log_path, master=True):
+    """The one host sync of the loop: read the pending (iter, lr, loss, gnorm) device values (each loss averaged
+    over the processes), append their rows to losses.csv with the evaluation columns of the same iteration (popped
+    from evals), and stop the run on a non-finite value, before anything else is written. Returns the rows."""
+    if not pending:
+        return []
+    losses = torch.stack([p[2] for p in pending]).float()
+    if world_size > 1:
+        dist.all_reduce(losses)
+        losses /= world_size
+    values = torch.stack([losses, torch.stack([p[3] for p in pending]).float()], 1).tolist()
+    rows = [(it, lr, loss, gnorm) for (it, lr, _, _), (loss, gnorm) in zip(pending, values)]
+    if master:
+        with open(csv_path, 'a', newline='') as f:
+            csv.DictWriter(f, CSV_FIELDS).writerows(
+                dict(iter=it, loss=repr(loss), lr=repr(lr), gnorm=repr(gnorm), **evals.pop(it, {}))
+                for it, lr, loss, gnorm in rows)
+    bad = next(((it, loss, gnorm) for it, _, loss, gnorm in rows if not (math.isfinite(loss) and math.isfinite(gnorm))), None)
+    if bad:
+        good = list_checkpoints(out_dir)
+        msg = (f'non-finite loss {bad[1]} / gradient norm {bad[2]} at iter {bad[0]}: stopping. '
+               f"last good checkpoint: {good[-1][1] if good else 'none'} (nothing written after iter {bad[0]})")
+        log(msg, log_path, master)
+        raise SystemExit(msg)
+    return rows
+
+# -----------------------------------------------------------------------------
+# the training script
+
+
 if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
     config = MappingProxyType({k: globals()[k] for k in _DEFAULTS})  # frozen: printed, logged, checkpointed
     check_config(config)
+    cfg = model_config(config)
 
     # distributed init: torchrun sets RANK, LOCAL_RANK and WORLD_SIZE (also across nodes); without it, one process
     ddp = 'RANK' in os.environ
@@ -414,170 +431,125 @@ if __name__ == '__main__':
         dist.init_process_group('nccl' if cuda else 'gloo')
     G = micro_batch * grad_accum * world_size  # global batch
     torch.manual_seed(seed)  # fresh init is identical on every process (DDP broadcasts rank 0's weights anyway)
-
+    log_path, csv_path = os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
     if master:
         os.makedirs(out_dir, exist_ok=True)
         for name in os.listdir(out_dir):  # temporary directories of checkpoints a crash interrupted
             if name.startswith('.tmp_ckpt_'):
                 shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
-    log_path = os.path.join(out_dir, 'log.txt')
-
-    def log(msg):
-        if master:
-            tqdm.write(msg)
-            with open(log_path, 'a') as f:
-                f.write(msg + '\n')
-
     gpu = torch.cuda.get_device_name(device) if cuda else f'cpu ({torch.get_num_threads()} threads)'
     log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | "
-        f"world size {world_size} | global batch {G} = {micro_batch} x {grad_accum} x {world_size}")
-    log('\n'.join(f'{k} = {v!r}' for k, v in config.items()))
+        f"world size {world_size} | global batch {G} = {micro_batch} x {grad_accum} x {world_size}", log_path, master)
+    log('\n'.join(f'{k} = {v!r}' for k, v in config.items()), log_path, master)
 
-    # data (the synthetic dataset is written once, by rank 0, when data_dir has none)
-    if synthetic_episodes and master and not os.path.exists(os.path.join(data_dir, 'meta.json')):
-        log(f'writing a synthetic dataset of {synthetic_episodes} episodes to {data_dir}')
-        data.make_synthetic(data_dir, episodes=synthetic_episodes, image_size=configs[model_name].image_size,
-                            seed=0, max_token_len=max_token_len)
-    if ddp:
-        dist.barrier()
-
-    # model: build or load -> fp8 -> recompute -> per-layer compile -> DDP
-    ckpt = None
+    # resume: the newest checkpoint's training state (its weights are loaded with the model below)
+    ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
     if init_from == 'resume':
         found = list_checkpoints(out_dir)
         if not found:
             raise SystemExit(f"init_from='resume' but {out_dir} holds no checkpoint (ckpt_<iter>/state.pt)")
         ckpt = found[-1][1]
         state = torch.load(os.path.join(ckpt, 'state.pt'), map_location='cpu', weights_only=True)
+        start_iter, best_val_loss = state['iter'], state['best_val_loss']
         changed = {k: (state['config'].get(k), v) for k, v in config.items() if state['config'].get(k) != v}
-        log(f'resuming from {ckpt}' + (f'; config changed since: {changed}' if changed else ''))
-    model, raw_model = setup_model(config, device, weights=ckpt)
+        log(f'resuming from {ckpt}' + (f'; config changed since: {changed}' if changed else ''), log_path, master)
+
+    # data (the synthetic dataset is written once, by rank 0, when data_dir has none)
+    if synthetic_episodes and master and not os.path.exists(os.path.join(data_dir, 'meta.json')):
+        log(f'writing a synthetic dataset of {synthetic_episodes} episodes to {data_dir}', log_path, master)
+        data.make_synthetic(data_dir, episodes=synthetic_episodes, image_size=cfg.image_size, seed=0,
+                            max_token_len=cfg.max_token_len)
+    if ddp:
+        dist.barrier()
+    loader_kw = dict(rank=rank, world_size=world_size, seed=seed, horizon=cfg.action_horizon, action_dim=cfg.action_dim,
+                     prompt_format=prompt_format, val_fraction=val_fraction, token_len=cfg.max_token_len,
+                     prompt_bucket=prompt_bucket)
+    loader = data.Loader(data_dir, 'train', micro_batch, grad_accum, start_step=state['loader']['step'] if state else 0,
+                         **loader_kw)
+    val_loader = data.Loader(data_dir, 'val', micro_batch, 1, prefetch=0, **loader_kw)
+    log(f'data: {data_dir}, {len(loader.frames)} train / {len(val_loader.frames)} val frames, cameras '
+        f"{loader.meta['cameras']} (wrist {loader.wrist}), prompt '{prompt_format}'", log_path, master)
+
+    # model: build or load -> fp8 -> recompute -> per-layer compile -> DDP; optimizer; EMA
+    raw_model = build_model(config, device, weights=ckpt)
+    model = wrap_model(raw_model, config, device, cameras=len(loader.wrist))
     n_params = sum(p.numel() for p in raw_model.parameters())
     n_train = sum(p.numel() for p in raw_model.parameters() if p.requires_grad)
-    log(f'{model_name}: {n_params / 1e6:.1f}M parameters, {n_train / 1e6:.1f}M trained')
-    ema_model = None
-    if ema:  # eval attention without a BlockMask for the eager copy
-        ema_model = EMA(raw_model, ema_decay, attn='sdpa' if attn == 'flex' else attn)
-        if ckpt:
-            load_pretrained(ema_model.model, os.path.join(ckpt, 'ema.safetensors'))
+    log(f'{model_name}: {n_params / 1e6:.1f}M parameters, {n_train / 1e6:.1f}M trained', log_path, master)
     optimizer = make_optimizer(raw_model, config)
-    start_iter, best_val_loss = 0, float('inf')
-    if ckpt:
+    ema_model = EMA(raw_model, ema_decay, attn='sdpa' if attn == 'flex' else attn) if ema else None
+    if state:
         optimizer.load_state_dict(state['optimizer'])
-        start_iter, best_val_loss = state['iter'], state['best_val_loss']
         torch.set_rng_state(state['rng']['torch'])
         if cuda and state['rng'].get('cuda') is not None:
             torch.cuda.set_rng_state(state['rng']['cuda'])
-
-    loader_kw = dict(rank=rank, world_size=world_size, seed=seed, horizon=action_horizon,
-                     action_dim=raw_model.cfg.action_dim, prompt_format=prompt_format, camera_slots=camera_slots or None,
-                     val_fraction=val_fraction, token_len=max_token_len,
-                     transform=lambda b, wrist: trim_micro_batch(b, config, wrist))
-    loader = data.Loader(data_dir, 'train', micro_batch, grad_accum, start_step=start_iter, **loader_kw)
-    val_loader = data.Loader(data_dir, 'val', micro_batch, 1, prefetch=0, **loader_kw)
-    log(f'data: {data_dir}, {len(loader.frames)} train / {len(val_loader.frames)} val frames, cameras '
-        f"{loader.meta['cameras']} in {loader.camera_slots} slots, prompt '{prompt_format}'")
+        if ema_model:
+            M.load_pretrained(ema_model.model, os.path.join(ckpt, 'ema.safetensors'))
+    fp8_off = nullcontext
+    if fp8:
+        import fp8 as fp8_lib
+        fp8_off = lambda: fp8_lib.fp8_disabled(raw_model)  # evaluation runs the same weights in bf16
     if peak_tflops == 0 and cuda:
         peak_tflops = measure_matmul_tflops(device)
-        log(f'bf16 matmul peak measured: {peak_tflops:.0f} TFLOP/s')
+        log(f'bf16 matmul peak measured: {peak_tflops:.0f} TFLOP/s', log_path, master)
 
     # losses.csv: on resume, keep the rows before the checkpoint, so it reads as one uninterrupted run
-    csv_path = os.path.join(out_dir, 'losses.csv')
     if master:
         rows = []
         if ckpt and os.path.exists(csv_path):
             with open(csv_path) as f:
                 rows = [r for r in csv.DictReader(f) if int(r['iter']) < start_iter]
         with open(csv_path, 'w', newline='') as f:
-            w = csv.DictWriter(f, CSV_FIELDS)
-            w.writeheader()
-            w.writerows(rows)
-
-    pending = []   # (iter, lr, loss, gnorm) with device tensors, read at the next sync
-    evals = {}     # iter -> eval columns, written with that iteration's row
-    interval = []  # (iter, loss, gnorm) read since the last log line
-
-    def write_rows(rows):
-        if master:
-            with open(csv_path, 'a', newline='') as f:
-                csv.DictWriter(f, CSV_FIELDS).writerows(rows)
-
-    def flush():
-        """The one host sync: read the pending losses and gradient norms (loss averaged over processes), write
-        their rows, and stop on a non-finite value before anything else (a checkpoint above all) is written."""
-        if not pending:
-            return
-        losses = torch.stack([p[2] for p in pending]).float()
-        if ddp:
-            dist.all_reduce(losses)
-            losses /= world_size
-        values = torch.stack([losses, torch.stack([p[3] for p in pending]).float()], 1).tolist()
-        rows, bad = [], None
-        for (it, lr, _, _), (loss, gnorm) in zip(pending, values):
-            rows.append(dict(iter=it, loss=repr(loss), lr=repr(lr), gnorm=repr(gnorm), **evals.pop(it, {})))
-            interval.append((it, loss, gnorm))
-            if bad is None and not (math.isfinite(loss) and math.isfinite(gnorm)):
-                bad = (it, loss, gnorm)
-        pending.clear()
-        write_rows(rows)
-        if bad:
-            good = list_checkpoints(out_dir)
-            msg = (f'non-finite loss {bad[1]} / gradient norm {bad[2]} at iter {bad[0]}: stopping. '
-                   f"last good checkpoint: {good[-1][1] if good else 'none'} (nothing written after iter {bad[0]})")
-            if master:
-                with open(log_path, 'a') as f:
-                    f.write(msg + '\n')
-            raise SystemExit(msg)
+            writer = csv.DictWriter(f, CSV_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
 
     # -------------------------------------------------------------------------
     # the loop
-    it = start_iter
-    bar = tqdm(total=max_iters, initial=start_iter, disable=None if master else True, dynamic_ncols=True, mininterval=2)  # None: off when not a terminal
-    t_run = time.perf_counter()
-    t_mark, wait_mark, flops_mark, last_log = time.perf_counter(), loader.wait_time, 0, start_iter
-    flops_since = 0
-    steady = dict(iters=0, seconds=0.0, flops=0)  # post-warm-up totals for the summary
-    warmup_seconds = 0.0
+    pending = []   # (iter, lr, loss, gnorm) as device tensors, read at the next log line or checkpoint
+    evals = {}     # iter -> evaluation columns, written with that iteration's row
+    interval = []  # (iter, lr, loss, gnorm) read since the last log line
     last_eval = None
+    it = start_iter
+    t_log, wait_log, it_log, flops = time.perf_counter(), loader.wait_time, it, 0  # since the last log line
+    steady = dict(iters=0, seconds=0.0, flops=0)  # after the warm-up, for the summary
+    warmup_seconds, t_run = 0.0, time.perf_counter()
+    bar = tqdm(total=max_iters, initial=start_iter, disable=None if master else True, dynamic_ncols=True, mininterval=2)
     while True:
-        paused = time.perf_counter()
+        t_pause = time.perf_counter()  # evaluation and checkpoints are not step time
         if eval_interval and (it % eval_interval == 0 or it == max_iters):
-            fp8_off = nullcontext()
-            if fp8:
-                import fp8 as fp8_lib
-                fp8_off = fp8_lib.fp8_disabled(raw_model)
-            with fp8_off:
+            with fp8_off():
                 val_loss, action_mse = evaluate(raw_model, val_loader, config, device, eval_iters)
-            row = dict(val_loss=repr(val_loss), action_mse=repr(action_mse))
+            evals[it] = dict(val_loss=repr(val_loss), action_mse=repr(action_mse))
             msg = f'eval iter {it} | val loss {val_loss:.4f} | action mse {action_mse:.4g}'
             if ema_model:
                 ema_loss, ema_mse = evaluate(ema_model.model, val_loader, config, device, eval_iters)
-                row.update(ema_val_loss=repr(ema_loss), ema_action_mse=repr(ema_mse))
+                evals[it].update(ema_val_loss=repr(ema_loss), ema_action_mse=repr(ema_mse))
                 msg += f' | ema val loss {ema_loss:.4f} | ema action mse {ema_mse:.4g}'
-            evals[it] = row
-            best_val_loss = min(best_val_loss, val_loss)
-            last_eval = (val_loss, action_mse)
-            log(msg)
+            best_val_loss, last_eval = min(best_val_loss, val_loss), (val_loss, action_mse)
+            log(msg, log_path, master)
         if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
-            flush()  # never checkpoint weights that saw a non-finite step
+            interval += flush(pending, evals, csv_path, world_size, out_dir, log_path, master)  # never checkpoint
+            pending = []                                                                     # a non-finite step
             if master:
                 state = {'iter': it, 'optimizer': optimizer.state_dict(), 'config': dict(config),
                          'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
                 path = save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last)
-                log(f'saved {path}')
+                log(f'saved {path}', log_path, master)
             if ddp:
                 dist.barrier()
-        t_mark += time.perf_counter() - paused  # evaluation and checkpoints are not step time
+        t_log += time.perf_counter() - t_pause
         if it >= max_iters:
             break
 
         # one optimizer step
         lr = lr_at(it, config)
-        micro_batches = [prepare_micro_batch(b, config, device, loader.wrist) for b in next(loader)]
-        flops_since += sum(raw_model.estimate_flops(mb) for mb in micro_batches)
-        loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, device))
+        micro_batches = [to_device(b, device) for b in next(loader)]
+        flops += sum(raw_model.estimate_flops(mb) for mb in micro_batches)
+        loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, device),
+                                 loader.wrist)
         if ema_model:
             ema_model.update()
         pending.append((it, lr, loss, gnorm))
@@ -586,28 +558,27 @@ if __name__ == '__main__':
 
         warming = it - start_iter <= timing_warmup
         if warming or it % log_interval == 0 or it == max_iters:
-            flush()
+            interval += flush(pending, evals, csv_path, world_size, out_dir, log_path, master)
+            pending = []
             now = time.perf_counter()
-            n, dt = it - last_log, now - t_mark
-            data_pct = 100 * (loader.wait_time - wait_mark) / dt
-            tflops = flops_since / dt / 1e12
+            dt, n = now - t_log, it - it_log
+            tflops = flops / dt / 1e12
             mfu = f'{100 * tflops / peak_tflops:.1f}%' if peak_tflops else 'n/a'
             used, total = memory_gib(device)
-            mean_loss = sum(r[1] for r in interval) / len(interval)
-            log(f'iter {it}/{max_iters} | loss {mean_loss:.4f} | lr {lr:.1e} | gnorm {interval[-1][2]:.2f} | '
-                f'{1000 * dt / n:.1f} ms | data {data_pct:.0f}% | {n * G / dt:.1f} samples/s | '
-                f'{tflops_str(tflops)} TFLOP/s/gpu | mfu {mfu} | mem {used:.1f}/{total:.1f} GiB')
+            log(f'iter {it}/{max_iters} | loss {sum(r[2] for r in interval) / len(interval):.4f} | lr {lr:.1e} | '
+                f'gnorm {interval[-1][3]:.2f} | {1000 * dt / n:.1f} ms | data {100 * (loader.wait_time - wait_log) / dt:.0f}% | '
+                f'{n * G / dt:.1f} samples/s | {tflops_str(tflops)} TFLOP/s/gpu | mfu {mfu} | mem {used:.1f}/{total:.1f} GiB',
+                log_path, master)
             if warming:
                 warmup_seconds += dt
             else:
-                steady['iters'] += n
-                steady['seconds'] += dt
-                steady['flops'] += flops_since
-            interval.clear()
-            t_mark, wait_mark, flops_since, last_log = now, loader.wait_time, 0, it
+                steady = dict(iters=steady['iters'] + n, seconds=steady['seconds'] + dt, flops=steady['flops'] + flops)
+            interval = []
+            t_log, wait_log, it_log, flops = now, loader.wait_time, it, 0
     bar.close()
-    flush()
-    write_rows([dict(iter=k, **v) for k, v in sorted(evals.items())])  # the evaluation after the last step
+    if master and evals:  # the evaluation after the last step has a row of its own
+        with open(csv_path, 'a', newline='') as f:
+            csv.DictWriter(f, CSV_FIELDS).writerows(dict(iter=k, **v) for k, v in sorted(evals.items()))
 
     # summary
     s = steady
@@ -619,7 +590,7 @@ if __name__ == '__main__':
         speed = 'no iterations after the warm-up'
     final = f' | final val loss {last_eval[0]:.4f} | final action mse {last_eval[1]:.4g}' if last_eval else ''
     log(f'done: {it - start_iter} iters in {time.perf_counter() - t_run:.1f} s ({warmup_seconds:.1f} s warm-up) | {speed} '
-        f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(device)[0]:.1f} GiB')
+        f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(device)[0]:.1f} GiB', log_path, master)
     loader.close()
     if ddp:
         dist.destroy_process_group()

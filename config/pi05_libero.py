@@ -1,4 +1,4 @@
-# Pi0.5 fine-tuned on LIBERO the way the case study trains it: 2 real cameras (no empty third slot), action horizon 50,
+# Pi0.5 fine-tuned on LIBERO, fast: the dataset's 2 cameras (openpi's empty third slot is never built), horizon 50,
 # the pi05 prompt with the discretized state, FlexAttention, per-layer compile, ViT-only recompute, bf16 compute with
 # fp32 master weights and fp32 AdamW moments, EMA 0.999; optimizer and schedule from openpi's pi05_libero.
 #   python data.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model   # once
@@ -7,13 +7,10 @@
 # global batch 256 = micro_batch 32 x grad_accum 1 x 8 GPUs (openpi's 256); on one GPU: --grad_accum=8.
 # 30k iterations x 256 = 7.7M samples, ~28 epochs of LIBERO's ~273k frames.
 out_dir = 'out/pi05_libero'
-init_from = 'checkpoints/pi05_base'  # openpi's pi05_base converted to PyTorch (model.safetensors, spec section 9.2)
+init_from = 'checkpoints/pi05_base'  # openpi's pi05_base converted to PyTorch (model.safetensors; docs/numerics.md)
 data_dir = 'data_cache/libero'
-model_name = 'pi05'
-action_horizon = 50
-max_token_len = 200
+model_name = 'pi05'                  # action horizon 50, 200 prompt slots (model.configs)
 prompt_format = 'pi05'
-camera_slots = 0                     # the dataset's 2 cameras only (case study section 1)
 prompt_bucket = 32
 attn = 'flex'
 compile = True

@@ -1,17 +1,15 @@
-# openpi's pi05_libero exactly (src/openpi/training/config.py; spec section 7.1): action horizon 10, the pi0-style prompt
-# without state (discrete_state_input=False), openpi's three camera slots (the empty right-wrist slot is masked and then
-# dropped by trim_batch, which leaves the loss unchanged), global batch 256, 30k steps, linear warmup over 10k steps to
-# a constant 5e-5, AdamW(0.9, 0.95, 1e-8, wd 1e-10), clip 1.0, EMA 0.999 (JAX trainer).
+# openpi's pi05_libero (src/openpi/training/config.py): action horizon 10, the pi0-style prompt without state
+# (discrete_state_input=False), global batch 256, 30k steps, linear warmup over 10k steps to a constant 5e-5,
+# AdamW(0.9, 0.95, 1e-8, wd 1e-10), clip 1.0, EMA 0.999 (JAX trainer). openpi's third camera slot (the empty right
+# wrist, masked in every sample) is not built: dropping it leaves the loss unchanged (test_pruned_matches_padded).
 #   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero_openpi.py
 # global batch 256 = micro_batch 32 x grad_accum 1 x 8 GPUs; on 4 GPUs: --grad_accum=2; on 1 GPU: --grad_accum=8.
 out_dir = 'out/pi05_libero_openpi'
-init_from = 'checkpoints/pi05_base'  # openpi's pi05_base converted to PyTorch (model.safetensors, spec section 9.2)
+init_from = 'checkpoints/pi05_base'  # openpi's pi05_base converted to PyTorch (model.safetensors; docs/numerics.md)
 data_dir = 'data_cache/libero'
 model_name = 'pi05'
-action_horizon = 10
-max_token_len = 200
+action_horizon = 10                  # overrides the model config's 50
 prompt_format = 'pi0'
-camera_slots = 3
 attn = 'flex'
 compile = True
 recompute = 'vit'
