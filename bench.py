@@ -256,7 +256,8 @@ def fp8_keep_list(named, batches, device):
         gemms = fp8.gemm_events(prof, device)
         times, counts = fp8.attribute(gemms, sig_to_group)
         gemm_ms = sum(g.us for g in gemms) / 1e3
-        kernel_ms = sum(v for k, v in summary.items() if k not in ('span', 'idle'))
+        kernel_ms = (sum(v for k, v in summary.items() if k not in ('span', 'idle')) if device == 'cuda' else
+                     sum(e.self_cpu_time_total for e in prof.events()) / 1e3)  # CPU dry run: op time
         results[precision] = times, timer.ms(a, b) / steps, gemm_ms, kernel_ms
         print(f"{precision}: {results[precision][1]:.1f} ms/step | GEMM {gemm_ms:.1f} of {kernel_ms:.1f} ms kernel time "
               f"({100 * gemm_ms / max(kernel_ms, 1e-9):.0f}%) | {len(gemms)} GEMMs, {counts.get('unmatched', 0)} unmatched", flush=True)
@@ -297,6 +298,8 @@ def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, 
     for name, settings in (('default', base), (variant, dict(base, **change))):
         free_memory()
         s = {k: v for k, v in settings.items() if k not in REFERENCE}
+        if device == 'cpu' and s['attn'] == 'flex':
+            s['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
         conf = dict(train.default_config(), model_name=model_name, micro_batch=B, grad_accum=1, **s)
         torch.manual_seed(seed)
         raw = train.build_model(conf, device, depth=depth, vit_depth=vit_depth)

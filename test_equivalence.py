@@ -381,8 +381,9 @@ def test_fresh_init_follows_openpi_jax():
 
 
 def spec_joint_layer(layer, xp, xs, cond, pad, prefix_len):
-    """Pi0.5 spec section 3.1 written out independently in float64: norms, QKV, RoPE on cumsum(pad) - 1 positions,
-    one attention over [prefix; suffix] under openpi's make_att_2d_masks rule, o_proj, gated residuals, GeGLU MLPs."""
+    """openpi's joint layer (gemma_pytorch.py compute_layer_complete, gemma.py Block) written out independently in
+    float64: norms, QKV, RoPE on cumsum(pad) - 1 positions, one attention over [prefix; suffix] under openpi's
+    make_att_2d_masks rule, o_proj, gated residuals, GeGLU MLPs."""
     d = lambda t: t.detach().double()
     lin = lambda x, m: x @ d(m.weight).T + (d(m.bias) if m.bias is not None else 0)
 

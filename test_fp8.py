@@ -84,8 +84,8 @@ def test_pi05_converted_fqns_match_checked_in_list():
     got, want = fp8.converted_fqns(m), read_list(CONVERTED_LIST)
     assert got == want, (f'{len(got)} converted vs {len(want)} listed; only converted: {sorted(set(got) - set(want))[:5]}, '
                          f'only listed: {sorted(set(want) - set(got))[:5]}')
-    # the case study's static rules: 204 precision-sensitive + 36 small skipped; our 5 frozen last-layer Linears
-    # replace its 2 lm_heads, so 216 - 5 = 211 converted
+    # static rules: 204 precision-sensitive + 36 small Linears skipped of openpi's 458 (its 2 lm_heads never run);
+    # we have no lm_heads but 5 frozen last-layer Linears that never run: 458 - 2 - 240 - 5 = 211 converted
     assert len(got) == 211, f'{len(got)} converted, expected 211'
 
 
