@@ -14,6 +14,7 @@ None) are config keys.
 import ast as _ast
 import builtins as _builtins
 import difflib as _difflib
+import os as _os
 import sys as _sys
 
 
@@ -37,8 +38,15 @@ def _configure(argv, g):
     for arg in argv:
         if not arg.startswith('--'):  # a config file: run it, then check every scalar it set
             ns = dict(g)
-            with open(arg) as f:
-                exec(_builtins.compile(f.read(), arg, 'exec'), ns)  # train.py's `compile` is a config key
+            try:
+                with open(arg) as f:
+                    code = _builtins.compile(f.read(), arg, 'exec')  # train.py's `compile` is a config key
+            except FileNotFoundError:
+                raise SystemExit(f"config file {arg!r} not found (looked in {_os.getcwd()}); "
+                                 f"the presets are config/*.py, e.g. config/demo.py") from None
+            except SyntaxError as err:
+                raise SystemExit(f"{arg}:{err.lineno}: {err.msg} (config files are plain Python assignments)") from None
+            exec(code, ns)
             for key, value in ns.items():
                 if key.startswith('_') or not isinstance(value, (bool, int, float, str, type(None))):
                     continue

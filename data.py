@@ -144,11 +144,23 @@ def compute_stats(x):
             "q01": np.quantile(x, 0.01, axis=0).tolist(), "q99": np.quantile(x, 0.99, axis=0).tolist()}
 
 def load_stats(data_dir):
-    """{'state'|'actions': {'mean','std','q01','q99': float32 arrays}}; accepts openpi's norm_stats.json too."""
-    with open(os.path.join(data_dir, "stats.json") if os.path.isdir(data_dir) else data_dir) as f:
-        stats = json.load(f)
-    stats = stats.get("norm_stats", stats)
-    return {k: {s: np.asarray(v, np.float32) for s, v in d.items()} for k, d in stats.items()}
+    """{'state'|'actions': {'mean','std','q01','q99': float32 arrays}} from a prepared directory's stats.json or a
+    stats file; accepts openpi's norm_stats.json too."""
+    path = os.path.join(data_dir, "stats.json") if os.path.isdir(data_dir) else data_dir
+    try:
+        with open(path) as f:
+            stats = json.load(f)
+        stats = stats.get("norm_stats", stats)
+        out = {k: {s: np.asarray(v, np.float32) for s, v in d.items()} for k, d in stats.items()}
+        for k in ("state", "actions"):
+            if k in out and not {"q01", "q99"} <= set(out[k]):
+                raise KeyError(f"{k!r} has no q01/q99")
+    except FileNotFoundError:
+        raise DataError(f"{path} not found") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise DataError(f"{path} is not a valid stats file ({type(err).__name__}: {err}); expected "
+                        f'{{"norm_stats": {{"state": {{"q01": [...], "q99": [...]}}, "actions": ...}}}}') from None
+    return out
 
 # -----------------------------------------------------------------------------
 # images
@@ -226,15 +238,26 @@ def augment_images(images, wrist, params):
 # -----------------------------------------------------------------------------
 # preparation: LeRobot dataset -> prepared directory
 
+class DataError(ValueError):
+    """a problem with a source dataset or a prepared directory; the message names the file, key or value and says
+    what to do about it."""
+
 PREFIXES = ("observation.images.", "observation.")
+STATE_KEYS = ("observation.state", "state")     # LeRobot's convention, then openpi's LIBERO conversion
+ACTION_KEYS = ("action", "actions")
 
 def is_wrist(camera):
     """the naming rule for wrist cameras (no geometric augmentation, openpi models/model.py): 'wrist' in the
-    name. decided once, at preparation, and kept in meta.json's 'wrist' list; everything later reads that list."""
+    name. decided once, at preparation (overridable with --wrist=), and kept in meta.json's 'wrist' list;
+    everything later reads that list."""
     return "wrist" in camera.lower()
 
-def _resolve_key(features, name, what):
-    # accept LIBERO's bare keys (image, state) and LeRobot's prefixed ones (observation.images.top, observation.state)
+def camera_name(key):
+    """observation.images.wrist_image -> wrist_image (the name in meta.json and in serving's observation keys)"""
+    return key[len(PREFIXES[0]):] if key.startswith(PREFIXES[0]) else key
+
+def _resolve_key(features, name, what, flag):
+    # an explicit name: LIBERO's bare keys (image, state) or LeRobot's prefixed ones (observation.images.top)
     bare = name
     for p in PREFIXES:
         if bare.startswith(p):
@@ -242,7 +265,44 @@ def _resolve_key(features, name, what):
     for k in [name, bare] + [p + bare for p in PREFIXES]:
         if k in features:
             return k
-    raise KeyError(f"{what} key {name!r} not in dataset features; available: {sorted(features)}")
+    raise DataError(f"{what} key {name!r} not in dataset features; available: {sorted(features)}; fix --{flag}=")
+
+def _pick(features, candidates, what, flag):
+    found = [k for k in candidates if k in features]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise DataError(f"no {what} feature in meta/info.json (looked for {list(candidates)}); features: "
+                        f"{sorted(features)}; pass --{flag}=<feature>")
+    raise DataError(f"ambiguous {what}: the dataset has both {found}; pass --{flag}=<one of them>")
+
+def select_features(features, cameras=None, state_key=None, action_key=None, wrist=None):
+    """the dataset features to prepare: camera keys (explicit, else every image/video feature in the dataset's
+    order), their names and wrist flags (by name unless `wrist` lists the wrist cameras), the state and the action
+    key (explicit, else LeRobot's or openpi's standard name)."""
+    if cameras:
+        cam_keys = [_resolve_key(features, c, "camera", "cameras") for c in cameras]
+        for c, k in zip(cameras, cam_keys):
+            if features[k].get("dtype") not in ("image", "video"):
+                raise DataError(f"camera {c!r} ({k}) has dtype {features[k].get('dtype')!r}, expected image or video; "
+                                f"fix --cameras=")
+    else:
+        cam_keys = [k for k, f in features.items() if f.get("dtype") in ("image", "video")]
+        if not cam_keys:
+            raise DataError(f"no image or video features in meta/info.json; features: {sorted(features)}; "
+                            f"pass --cameras=<feature,...>")
+    names = [camera_name(k) for k in cam_keys]
+    if wrist is None:
+        flags = [is_wrist(n) for n in names]
+    else:
+        unknown = sorted(set(wrist) - set(names) - set(cam_keys))
+        if unknown:
+            raise DataError(f"--wrist names {unknown}, which are not among the cameras {names}")
+        flags = [n in wrist or k in wrist for n, k in zip(names, cam_keys)]
+    state = _resolve_key(features, state_key, "state", "state_key") if state_key else _pick(features, STATE_KEYS, "state", "state_key")
+    actions = (_resolve_key(features, action_key, "action", "action_key") if action_key
+               else _pick(features, ACTION_KEYS, "action", "action_key"))
+    return dict(cams=cam_keys, names=names, wrist=flags, state=state, actions=actions)
 
 def _image_hw(feature):
     # image/video features store shape [H, W, C] or [C, H, W]; names say which when present
@@ -263,10 +323,10 @@ def _read_parquet_dir(path):
     import pyarrow.parquet as pq
     files = sorted(os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs if f.endswith(".parquet"))
     if not files:
-        raise FileNotFoundError(f"no parquet files under {path}")
+        raise DataError(f"no parquet files under {path}")
     return pa.concat_tables([pq.read_table(f) for f in files]).to_pylist()
 
-def _scan_lerobot(src, cameras, state_key, action_key):
+def _scan_lerobot(src, cameras=None, state_key=None, action_key=None, wrist=None):
     """read meta/ and list one job per episode. fields relied on:
     meta/info.json: codebase_version, fps, features (dtype 'image'|'video', shape, names), data_path, video_path,
       chunks_size (v2: chunk = episode_index // chunks_size), total_episodes.
@@ -277,16 +337,15 @@ def _scan_lerobot(src, cameras, state_key, action_key):
       videos/{key}/chunk_index, videos/{key}/file_index, videos/{key}/from_timestamp; parquet and mp4 files
       hold many episodes, frame times = from_timestamp + parquet 'timestamp'."""
     import pyarrow.parquet as pq
-    with open(os.path.join(src, "meta", "info.json")) as f:
+    info_path = os.path.join(src, "meta", "info.json")
+    if not os.path.exists(info_path):
+        raise DataError(f"{info_path} not found: --src must be the root of a LeRobot dataset (v2.x or v3.0)")
+    with open(info_path) as f:
         info = json.load(f)
     version = str(info.get("codebase_version", ""))
     features = info["features"]
-    cam_keys = [_resolve_key(features, c, "camera") for c in cameras]
-    for c, k in zip(cameras, cam_keys):
-        if features[k]["dtype"] not in ("image", "video"):
-            raise ValueError(f"camera {c!r} ({k}) has dtype {features[k]['dtype']!r}, expected image or video")
-    keys = {"cams": cam_keys, "state": _resolve_key(features, state_key, "state"),
-            "actions": _resolve_key(features, action_key, "action")}
+    keys = select_features(features, cameras, state_key, action_key, wrist)
+    cam_keys = keys["cams"]
     kinds = [features[k]["dtype"] for k in cam_keys]
     hw = [_image_hw(features[k]) for k in cam_keys]
     fps = float(info["fps"])
@@ -321,30 +380,33 @@ def _scan_lerobot(src, cameras, state_key, action_key):
                     videos[k] = (os.path.join(src, vp), float(r[f"videos/{k}/from_timestamp"]))
             jobs.append(dict(episode=e, data_file=path, length=int(r["length"]), videos=videos, shared_file=True))
     else:
-        raise ValueError(f"unsupported LeRobot codebase_version {version!r} in {src}/meta/info.json (need v2.x or v3.0)")
+        raise DataError(f"unsupported LeRobot codebase_version {version!r} in {info_path} (need v2.x or v3.0)")
     for j in jobs:
         if j["length"] == 0:
-            raise ValueError(f"episode {j['episode']}: empty episode (0 frames) in {j['data_file']}")
+            raise DataError(f"episode {j['episode']}: empty episode (0 frames) in {j['data_file']}")
         j.update(keys=keys, kinds=kinds, hw=hw, fps=fps, src=src)
     return info, tasks, jobs
 
-_table_cache = {}  # per worker process: the last parquet file read (v3 files hold many episodes)
+_table_cache = {}  # per process: the last parquet file read (v3 files hold many episodes), per column set
 
 def _episode_table(job, columns):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
     path, e = job["data_file"], job["episode"]
-    if path not in _table_cache:
+    key = (path, tuple(columns))
+    if key not in _table_cache:
         _table_cache.clear()
-        _table_cache[path] = pq.read_table(path)
-    table = _table_cache[path]
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise KeyError(f"episode {e}: columns {missing} missing from {path}; available: {table.column_names}")
+        have = pq.read_schema(path).names
+        missing = [c for c in columns if c not in have]
+        if missing:
+            raise DataError(f"episode {e}: columns {missing} missing from {path}; available: {have}")
+        extra = [c for c in ("episode_index", "frame_index") if c in have and c not in columns]
+        _table_cache[key] = pq.read_table(path, columns=list(columns) + extra)
+    table = _table_cache[key]
     if job["shared_file"]:
         table = table.filter(pc.equal(table["episode_index"], e))
     if table.num_rows != job["length"]:
-        raise ValueError(f"episode {e}: {table.num_rows} rows in {path}, metadata says {job['length']}")
+        raise DataError(f"episode {e}: {table.num_rows} rows in {path}, metadata says {job['length']}")
     if "frame_index" in table.column_names:
         table = table.take(pc.sort_indices(table["frame_index"]))
     return table
@@ -354,7 +416,7 @@ def _vectors(table, key, e):
     n = table.num_rows
     vals = (col.flatten() if hasattr(col, "flatten") else col).to_numpy(zero_copy_only=False)
     if vals.size % n:
-        raise ValueError(f"episode {e}: column {key!r} has ragged rows ({vals.size} values for {n} frames)")
+        raise DataError(f"episode {e}: column {key!r} has ragged rows ({vals.size} values for {n} frames)")
     return vals.astype(np.float32).reshape(n, -1)
 
 def _decode_image(cell, job, i, key):
@@ -366,17 +428,17 @@ def _decode_image(cell, job, i, key):
         with open(p, "rb") as f:
             raw = f.read()
     if raw is None:
-        raise ValueError(f"episode {e} frame {i}: camera {key!r} has neither image bytes nor a path")
+        raise DataError(f"episode {e} frame {i}: camera {key!r} has neither image bytes nor a path")
     try:
         img = Image.open(io.BytesIO(raw))
         img.load()
     except Exception as err:
-        raise ValueError(f"episode {e} frame {i}: camera {key!r}: cannot decode image ({err})") from None
+        raise DataError(f"episode {e} frame {i}: camera {key!r}: cannot decode image ({err})") from None
     return np.asarray(img)
 
 def _check_shape(arr, job, i, key, hw):
     if arr.shape != (hw[0], hw[1], 3):
-        raise ValueError(f"episode {job['episode']} frame {i}: camera {key!r} image has shape {arr.shape}, "
+        raise DataError(f"episode {job['episode']} frame {i}: camera {key!r} image has shape {arr.shape}, "
                          f"expected {(hw[0], hw[1], 3)} from meta/info.json")
 
 def _decode_video(path, t0, times, job, key, hw, size):
@@ -407,35 +469,54 @@ def _decode_video(path, t0, times, job, key, hw, size):
                     out[j] = resize_with_pad(arr, size).transpose(2, 0, 1)
                     got[j] = True
     except (av.error.FFmpegError, OSError) as err:
-        raise ValueError(f"episode {e}: camera {key!r}: cannot decode video {path} ({err})") from None
+        raise DataError(f"episode {e}: camera {key!r}: cannot decode video {path} ({err})") from None
     if not got.all():
         i = int(np.flatnonzero(~got)[0])
-        raise ValueError(f"episode {e} frame {i}: camera {key!r}: no video frame at t={want[i]:.4f}s in {path} "
+        raise DataError(f"episode {e} frame {i}: camera {key!r}: no video frame at t={want[i]:.4f}s in {path} "
                          f"({int((~got).sum())} of {len(want)} frames missing; video shorter than the parquet?)")
     return out
 
+def _low_dim(job):
+    """one episode's state, actions, task index and timestamps, read without the image columns."""
+    e, keys = job["episode"], job["keys"]
+    table = _episode_table(job, [keys["state"], keys["actions"], "task_index"] + (["timestamp"] if job["videos"] else []))
+    times = table["timestamp"].to_numpy() if job["videos"] else None
+    return (_vectors(table, keys["state"], e), _vectors(table, keys["actions"], e),
+            table["task_index"].to_numpy().astype(np.int64), times)
+
 def _load_episode(job):
-    """decode one episode, write its images straight into the output memmaps, return its low-dim data."""
-    e, keys, size = job["episode"], job["keys"], job["image_size"]
-    cols = [keys["state"], keys["actions"], "task_index"]
-    cols += [k for k, kind in zip(keys["cams"], job["kinds"]) if kind == "image"]
-    cols += ["timestamp"] if job["videos"] else []
-    table = _episode_table(job, cols)
-    n = table.num_rows
-    state, actions = _vectors(table, keys["state"], e), _vectors(table, keys["actions"], e)
-    task = table["task_index"].to_numpy().astype(np.int64)
+    """decode one episode's kept frames and write them straight into the output memmaps."""
+    e, keys, size, keep = job["episode"], job["keys"], job["image_size"], job["keep"]
+    image_cols = [k for k, kind in zip(keys["cams"], job["kinds"]) if kind == "image"]
+    table = _episode_table(job, image_cols) if image_cols else None
+    rows = np.flatnonzero(keep)
     for c, (key, kind, hw) in enumerate(zip(keys["cams"], job["kinds"], job["hw"])):
         mm = np.load(os.path.join(job["out"], f"images_{c}.npy"), mmap_mode="r+")
         if kind == "image":
-            for i, cell in enumerate(table[key].to_pylist()):
-                arr = _decode_image(cell, job, i, key)
+            cells = table[key].to_pylist()
+            for j, i in enumerate(rows):
+                arr = _decode_image(cells[i], job, i, key)
                 _check_shape(arr, job, i, key, hw)
-                mm[job["start"] + i] = resize_with_pad(arr, size).transpose(2, 0, 1)
+                mm[job["start"] + j] = resize_with_pad(arr, size).transpose(2, 0, 1)
         else:
             path, t0 = job["videos"][key]
-            mm[job["start"]:job["start"] + n] = _decode_video(path, t0, table["timestamp"].to_numpy(), job, key, hw, size)
+            mm[job["start"]:job["start"] + len(rows)] = _decode_video(path, t0, job["times"][rows], job, key, hw, size)
         del mm  # a shared mapping: the page cache makes the writes visible, no msync needed
-    return job["slot"], state, actions, task
+    return len(rows)
+
+def _finite_frames(jobs, lows, drop):
+    """per episode, the frames whose state and actions are finite. a non-finite value is an error naming the
+    first one (episode, frame, values), unless drop: then such frames are skipped and counted."""
+    keep = [np.isfinite(s).all(1) & np.isfinite(a).all(1) for s, a, _, _ in lows]
+    bad = sum(int((~k).sum()) for k in keep)
+    if bad and not drop:
+        j, (s, a, _, _), k = next((j, low, k) for j, low, k in zip(jobs, lows, keep) if not k.all())
+        i = int(np.flatnonzero(~k)[0])
+        what = "state" if not np.isfinite(s[i]).all() else "action"
+        raise DataError(f"episode {j['episode']} frame {i}: non-finite {what} {(s if what == 'state' else a)[i].tolist()} "
+                        f"in {j['data_file']} ({bad} such frames in {sum(not k.all() for k in keep)} episodes); fix the "
+                        f"source dataset or pass --drop_nonfinite to skip those frames")
+    return keep, bad
 
 def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len, stats=None):
     """write low-dim arrays, stats, both token tables and meta.json (last, so its presence means complete).
@@ -452,97 +533,128 @@ def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokeni
         stats = {k: {s: v.tolist() for s, v in d.items()} for k, d in load_stats(stats).items() if k in ("state", "actions")}
         for k, x in (("state", state), ("actions", actions)):
             if k not in stats or len(stats[k]["q01"]) != x.shape[1]:
-                raise ValueError(f"given stats for {k!r} do not match the data's {x.shape[1]} dims")
+                raise DataError(f"given stats for {k!r} do not match the data's {x.shape[1]} dims")
     with open(os.path.join(out, "stats.json"), "w") as f:
         json.dump({"norm_stats": stats}, f, indent=1)
-    L, truncated = max_token_len, 0
-    def put(tok, lens, i, ids):
-        nonlocal truncated
-        truncated += len(ids) > L
-        ids = ids[:L]
-        tok[i, :len(ids)] = ids
-        lens[i] = len(ids)
+    L = max_token_len
+    def put(tok, lens, i, ids):  # -> whether the prompt was cut
+        tok[i, :min(len(ids), L)] = ids[:L]
+        lens[i] = min(len(ids), L)
+        return len(ids) > L
     tok0, len0 = np.zeros((len(tasks), L), np.int32), np.zeros(len(tasks), np.int32)
-    for t, task in enumerate(tasks):
-        put(tok0, len0, t, encode_prompt(tokenizer, task))
+    cut0 = sum(put(tok0, len0, t, encode_prompt(tokenizer, task)) for t, task in enumerate(tasks))
     # pi05 prompts carry the normalized, un-padded state (tokenization runs before padding in openpi)
     nstate = normalize(state.astype(np.float32), stats["state"]["q01"], stats["state"]["q99"])
     tok05 = np.lib.format.open_memmap(os.path.join(out, "tokens_pi05.npy"), "w+", np.int32, (N, L))
     len05 = np.zeros(N, np.int32)
-    for i in tqdm(range(N), desc="tokenize", unit="frame", disable=N < 10000, mininterval=1):
-        put(tok05, len05, i, encode_prompt(tokenizer, tasks[task_index[i]], nstate[i]))
+    cut05 = sum(put(tok05, len05, i, encode_prompt(tokenizer, tasks[task_index[i]], nstate[i]))
+                for i in tqdm(range(N), desc="tokenize", unit="frame", disable=N < 10000, mininterval=1))
     tok05.flush()
     del tok05
     np.save(os.path.join(out, "tokens_pi0.npy"), tok0)
     np.save(os.path.join(out, "tokens_pi0_len.npy"), len0)
     np.save(os.path.join(out, "tokens_pi05_len.npy"), len05)
-    if truncated:
-        warnings.warn(f"{truncated} prompts truncated to max_token_len={L}")
+    print(f"prompts: {cut0} of {len(tasks)} task prompts (pi0 format) and {cut05} of {N} frame prompts (pi05 format, "
+          f"with the state) cut to max_token_len={L}" + ("; prepare with a larger --max_token_len to keep them whole"
+                                                        if cut0 or cut05 else ""))
     meta.update(num_frames=N, num_episodes=len(episode_starts) - 1, state_dim=state.shape[1],
                 action_dim=actions.shape[1], tasks=list(tasks), max_token_len=L,
                 max_prompt_len_pi05=int(len05.max(initial=0)), max_prompt_len_pi0=int(len0.max(initial=0)),
-                stats=how)
+                cut_prompts_pi05=int(cut05), cut_prompts_pi0=int(cut0), stats=how)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     return meta
 
-def prepare(src, out, tokenizer, cameras=("image", "wrist_image"), state_key="state", action_key="actions",
-            max_token_len=200, image_size=224, workers=None, stats=None):
+def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, wrist=None, max_token_len=200,
+            image_size=224, workers=None, stats=None, drop_nonfinite=False):
     """LeRobot v2.x/v3.0 dataset at src -> prepared directory out. tokenizer: SentencePiece model path or an
-    object with encode(text, add_bos). stats: optional stats.json / openpi norm_stats.json to use (e.g. the one a
-    checkpoint ships, so pi05 state prompts match it); else computed here. episodes decode in a process pool
-    and stream into preallocated memmaps."""
+    object with encode(text, add_bos). cameras / state_key / action_key: feature names (default: found by
+    select_features); wrist: the camera names that are wrist cameras (default: by name). stats: a stats.json /
+    openpi norm_stats.json to use (e.g. the one a checkpoint ships, so pi05 state prompts match it); else computed
+    here. The low-dim data is read and checked first (non-finite values are an error, or skipped with
+    drop_nonfinite); then episodes decode in a process pool and stream into preallocated memmaps."""
     try:
         import pyarrow  # noqa: F401
         import PIL  # noqa: F401
     except ImportError as err:
         raise ImportError(f"preparing a LeRobot dataset needs pyarrow and pillow: pip install pyarrow pillow ({err})")
     tok = load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
-    cameras = list(cameras)
-    info, tasks, jobs = _scan_lerobot(src, cameras, state_key, action_key)
+    info, tasks, jobs = _scan_lerobot(src, cameras, state_key, action_key, wrist)
+    keys = jobs[0]["keys"]
+    lows = [_low_dim(j) for j in tqdm(jobs, desc="read low-dim", unit="episode", disable=len(jobs) < 100)]
+    for name, k in (("state", 0), ("actions", 1)):
+        dims = {low[k].shape[1] for low in lows}
+        if len(dims) != 1:
+            raise DataError(f"{name} dimension differs between episodes: {sorted(dims)} in {src}")
+    keep, dropped = _finite_frames(jobs, lows, drop_nonfinite)
+    if dropped:
+        print(f"dropped {dropped} frames with non-finite state or actions (--drop_nonfinite)")
+    jobs, lows, keep = zip(*[(j, low, k) for j, low, k in zip(jobs, lows, keep) if k.any()])  # episodes left
     os.makedirs(out, exist_ok=True)
     if os.path.exists(os.path.join(out, "meta.json")):
         os.remove(os.path.join(out, "meta.json"))  # an interrupted run must not look complete
-    lengths = np.array([j["length"] for j in jobs], np.int64)
+    lengths = np.array([int(k.sum()) for k in keep], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)])
     N, S = int(starts[-1]), image_size
-    for c in range(len(cameras)):
+    for c in range(len(keys["cams"])):
         np.lib.format.open_memmap(os.path.join(out, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S)).flush()
-    for k, j in enumerate(jobs):
-        j.update(slot=k, start=int(starts[k]), out=out, image_size=S)
-    state, actions, task = [None] * len(jobs), [None] * len(jobs), [None] * len(jobs)
+    for k, (j, low, kp) in enumerate(zip(jobs, lows, keep)):
+        j.update(start=int(starts[k]), out=out, image_size=S, keep=kp, times=low[3])
     workers = os.cpu_count() if workers is None else workers
     bar = tqdm(total=N, desc="prepare", unit="frame", smoothing=0.05)
-    def collect(results):
-        for k, s, a, t in results:
-            state[k], actions[k], task[k] = s, a, t
-            bar.update(len(s))
     if workers > 1:
         import multiprocessing as mp
         with mp.get_context("fork").Pool(workers) as pool:
-            collect(pool.imap_unordered(_load_episode, jobs, chunksize=1))
+            for n in pool.imap_unordered(_load_episode, jobs, chunksize=1):
+                bar.update(n)
     else:
-        collect(map(_load_episode, jobs))
+        for n in map(_load_episode, jobs):
+            bar.update(n)
     bar.close()
-    for name, arrs in (("state", state), ("actions", actions)):
-        dims = {a.shape[1] for a in arrs}
-        if len(dims) != 1:
-            raise ValueError(f"{name} dimension differs between episodes: {sorted(dims)}")
+    state = np.concatenate([low[0][k] for low, k in zip(lows, keep)])
+    actions = np.concatenate([low[1][k] for low, k in zip(lows, keep)])
+    task = np.concatenate([low[2][k] for low, k in zip(lows, keep)])
     # task indices are remapped to positions in the sorted task table
     order = sorted(tasks)
     remap = {ti: p for p, ti in enumerate(order)}
-    task = np.concatenate(task)
     unknown = set(np.unique(task).tolist()) - set(remap)
     if unknown:
-        raise ValueError(f"task_index values {sorted(unknown)} are not in the dataset's task table")
+        raise DataError(f"task_index values {sorted(unknown)} are not in the dataset's task table ({src}/meta)")
     task = np.array([remap[t] for t in task.tolist()], np.int32)
     meta = dict(format=1, source=os.path.abspath(src), codebase_version=info.get("codebase_version"),
-                cameras=cameras, camera_keys=jobs[0]["keys"]["cams"], wrist=[is_wrist(c) for c in cameras],
-                image_size=S, fps=float(info["fps"]), episode_index=[j["episode"] for j in jobs],
-                tokenizer=str(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
+                cameras=keys["names"], camera_keys=keys["cams"], wrist=keys["wrist"], state_key=keys["state"],
+                action_key=keys["actions"], image_size=S, fps=float(info["fps"]), episode_index=[j["episode"] for j in jobs],
+                dropped_frames=dropped,
+                tokenizer=os.path.abspath(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
                 vocab_size=int(tok.get_piece_size()) if hasattr(tok, "get_piece_size") else len(tok.vocab))
-    return _finish(out, meta, np.concatenate(state), np.concatenate(actions), starts, task,
-                   [tasks[t] for t in order], tok, max_token_len, stats)
+    return _finish(out, meta, state, actions, starts, task, [tasks[t] for t in order], tok, max_token_len, stats)
+
+def inspect(src, tokenizer=None, cameras=None, state_key=None, action_key=None, wrist=None, max_token_len=200,
+            stats=None, out=print):
+    """what prepare would do, without writing anything: the features, episode/frame counts, the cameras it would
+    use, and the prompts of the first frame (the pi05 one with the state normalized by this dataset's quantiles,
+    or by `stats`)."""
+    info, tasks, jobs = _scan_lerobot(src, cameras, state_key, action_key, wrist)
+    keys = jobs[0]["keys"]
+    role = {k: f"camera {i} {n!r}" + (" (wrist)" if w else "") for i, (k, n, w) in enumerate(zip(keys["cams"], keys["names"], keys["wrist"]))}
+    role.update({keys["state"]: "state", keys["actions"]: "actions"})
+    out(f"{src}: LeRobot {info.get('codebase_version')}, {len(jobs)} episodes, {sum(j['length'] for j in jobs)} frames, "
+        f"{info.get('fps')} fps, {len(tasks)} tasks")
+    width = max(len(k) for k in info["features"])
+    for k, f in info["features"].items():
+        out(f"  {k:<{width}}  {str(f.get('dtype')):<8} {str(f.get('shape')):<16} {role.get(k, '')}")
+    lows = [_low_dim(j) for j in jobs]
+    st = load_stats(stats)["state"] if stats else compute_stats(np.concatenate([low[0] for low in lows]))
+    s0, task = lows[0][0][0], tasks[int(lows[0][2][0])]
+    nstate = normalize(s0, np.asarray(st["q01"], np.float32), np.asarray(st["q99"], np.float32))
+    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
+    for fmt, state in (("pi05", nstate), ("pi0", None)):
+        n = f", {len(encode_prompt(tok, task, state))} tokens" if tok else ""
+        out(f"prompt of frame 0 ({fmt}){n}: {format_prompt(task, state)!r}")
+    if tok:
+        long = [t for t in tasks.values() if len(encode_prompt(tok, t)) > max_token_len]
+        out(f"{len(long)} of {len(tasks)} tasks exceed max_token_len={max_token_len} in the pi0 format")
+    return dict(info=info, keys=keys, episodes=len(jobs), tasks=tasks)
 
 # -----------------------------------------------------------------------------
 # synthetic dataset: coloured shapes, a gripper marker, "move to the red square"
@@ -695,6 +807,88 @@ def split_episodes(num_episodes, val_fraction=0.05, val_episodes=None):
         val = np.unique(np.asarray(val_episodes, np.int64))
     train = np.setdiff1d(np.arange(E), val)
     return train, val
+
+def _prepare_hint(data_dir, meta=None):
+    src = (meta or {}).get("source")
+    if src == "synthetic":
+        return f"python data.py --synthetic --out={data_dir}"
+    return f"python data.py --src={src or '<LeRobot dataset>'} --out={data_dir} --tokenizer=<tokenizer.model>"
+
+def _check_npy(path, dtype, shape, hint):
+    """a .npy file with this dtype and shape, whole (its size is the header's plus the data's)."""
+    if not os.path.exists(path):
+        raise DataError(f"{path} is missing; prepare the directory again: {hint}")
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            got_shape, _, got_dtype = read(f)
+            offset = f.tell()
+    except Exception as err:
+        raise DataError(f"{path} is not a readable .npy file ({err}); prepare the directory again: {hint}") from None
+    if got_dtype != np.dtype(dtype) or tuple(got_shape) != tuple(shape):
+        raise DataError(f"{path} holds {got_dtype} {tuple(got_shape)} where meta.json implies {np.dtype(dtype)} "
+                        f"{tuple(shape)}; prepare the directory again: {hint}")
+    size, want = os.path.getsize(path), offset + int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if size != want:
+        raise DataError(f"{path} is {size} bytes where its header implies {want} (truncated or overwritten); "
+                        f"prepare the directory again: {hint}")
+
+def check_prepared(data_dir):
+    """meta.json of a prepared directory, after checking that every array is there, whole, with the dtype and shape
+    meta.json implies, and that stats.json parses. Raises a DataError naming the file and the fix. Takes
+    milliseconds: only headers and sizes are read."""
+    meta_path = os.path.join(data_dir, "meta.json")
+    if not os.path.isdir(data_dir):
+        raise DataError(f"data_dir {data_dir!r} does not exist: prepare a dataset first ({_prepare_hint(data_dir)}), "
+                        f"or write the synthetic demo data with --synthetic_episodes=200")
+    if not os.path.exists(meta_path):
+        raise DataError(f"{meta_path} not found: {data_dir} is not a prepared dataset, or its preparation did not "
+                        f"finish; prepare it: {_prepare_hint(data_dir)}")
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        N, E, L, S = meta["num_frames"], meta["num_episodes"], meta["max_token_len"], meta["image_size"]
+        T, cams, ds, da = len(meta["tasks"]), meta["cameras"], meta["state_dim"], meta["action_dim"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise DataError(f"{meta_path} is damaged ({type(err).__name__}: {err}); prepare the directory again: "
+                        f"{_prepare_hint(data_dir)}") from None
+    hint = _prepare_hint(data_dir, meta)
+    arrays = {f"images_{c}.npy": (np.uint8, (N, 3, S, S)) for c in range(len(cams))}
+    arrays.update({"state.npy": (np.float32, (N, ds)), "actions.npy": (np.float32, (N, da)),
+                   "episode_starts.npy": (np.int64, (E + 1,)), "task_index.npy": (np.int32, (N,)),
+                   "tokens_pi05.npy": (np.int32, (N, L)), "tokens_pi05_len.npy": (np.int32, (N,)),
+                   "tokens_pi0.npy": (np.int32, (T, L)), "tokens_pi0_len.npy": (np.int32, (T,))})
+    for name, (dtype, shape) in arrays.items():
+        _check_npy(os.path.join(data_dir, name), dtype, shape, hint)
+    stats = load_stats(data_dir)
+    for k, dim in (("state", ds), ("actions", da)):
+        if k not in stats or len(stats[k]["q01"]) != dim:
+            raise DataError(f"{os.path.join(data_dir, 'stats.json')}: no {k!r} statistics for its {dim} dims; "
+                            f"prepare the directory again: {hint}")
+    return meta
+
+def check_against_model(meta, cfg, prompt_format, data_dir="data_dir"):
+    """Problems (one line each, naming the value and the fix) with training a model of config cfg on a prepared
+    directory, found before the model is built; empty when there are none."""
+    problems, name = [], f"{data_dir}/meta.json"
+    if meta.get("vocab_size", 0) > cfg.vocab:
+        problems.append(f"{name}: the tokenizer ({meta.get('tokenizer')}) has {meta['vocab_size']} tokens, more than the "
+                        f"model's embedding ({cfg.vocab}): prepare with the model's tokenizer (PaliGemma: 257152 tokens)")
+    if meta["image_size"] != cfg.image_size:
+        problems.append(f"{name}: images are {meta['image_size']}x{meta['image_size']}, the model takes "
+                        f"{cfg.image_size}x{cfg.image_size}: prepare with --image_size={cfg.image_size}")
+    if len(meta["cameras"]) > cfg.camera_slots:
+        problems.append(f"{name}: {len(meta['cameras'])} cameras {meta['cameras']}, the model has {cfg.camera_slots} "
+                        f"camera slots: prepare with --cameras= naming at most {cfg.camera_slots}")
+    for what in ("action", "state"):
+        if meta[f"{what}_dim"] > cfg.action_dim:
+            problems.append(f"{name}: {what}s have {meta[f'{what}_dim']} dims, the model takes at most {cfg.action_dim}")
+    longest = meta.get(f"max_prompt_len_{prompt_format}", 0)
+    if longest > cfg.max_token_len:
+        problems.append(f"{name}: {prompt_format} prompts of up to {longest} tokens, the model has "
+                        f"{cfg.max_token_len} prompt slots: set --max_token_len={longest}")
+    return problems
 
 class Loader:
     """deterministic batches as a pure function of (seed, step), sharded over ranks, prefetched by a thread.
@@ -886,11 +1080,14 @@ def main(argv):
     import argparse
     p = argparse.ArgumentParser(description="prepare a LeRobot dataset (or a synthetic one) for training")
     p.add_argument("--src", help="LeRobot dataset root (with meta/info.json)")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", help="output directory")
     p.add_argument("--tokenizer", help="SentencePiece model file (PaliGemma tokenizer)")
-    p.add_argument("--cameras", default="image,wrist_image", help="comma-separated camera keys, in slot order")
-    p.add_argument("--state_key", default="state")
-    p.add_argument("--action_key", default="actions")
+    p.add_argument("--inspect", action="store_true", help="print what would be prepared, write nothing")
+    p.add_argument("--cameras", help="comma-separated camera features, in slot order (default: every image/video feature)")
+    p.add_argument("--wrist", help="comma-separated cameras that are wrist cameras (default: those named *wrist*; 'none')")
+    p.add_argument("--state_key", help="state feature (default: observation.state or state)")
+    p.add_argument("--action_key", help="action feature (default: action or actions)")
+    p.add_argument("--drop_nonfinite", action="store_true", help="skip frames with NaN/inf state or actions")
     p.add_argument("--max_token_len", type=int, default=None, help="200 for real data (pi05), 32 for synthetic")
     p.add_argument("--image_size", type=int, default=None, help="224 for real data, 64 for synthetic")
     p.add_argument("--workers", type=int, default=os.cpu_count())
@@ -899,18 +1096,30 @@ def main(argv):
     p.add_argument("--episodes", type=int, default=200, help="synthetic: number of episodes")
     p.add_argument("--seed", type=int, default=0, help="synthetic: seed")
     args = p.parse_args(argv)
+    split = lambda v: None if v is None else [] if v == "none" else v.split(",")
+    feats = dict(cameras=split(args.cameras), state_key=args.state_key, action_key=args.action_key, wrist=split(args.wrist))
     t0 = time.time()
-    if args.synthetic:
-        meta = make_synthetic(args.out, episodes=args.episodes, image_size=args.image_size or 64, seed=args.seed,
-                              max_token_len=args.max_token_len or 32)
-    else:
-        if not (args.src and args.tokenizer):
-            p.error("--src and --tokenizer are required unless --synthetic")
-        meta = prepare(args.src, args.out, args.tokenizer, cameras=args.cameras.split(","), state_key=args.state_key,
-                       action_key=args.action_key, max_token_len=args.max_token_len or 200,
-                       image_size=args.image_size or 224, workers=args.workers, stats=args.stats)
-    print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, cameras {meta['cameras']}, "
-          f"{len(meta['tasks'])} tasks, longest prompt pi05 {meta['max_prompt_len_pi05']} / pi0 "
+    try:
+        if args.inspect:
+            if not args.src:
+                p.error("--inspect needs --src")
+            inspect(args.src, args.tokenizer, max_token_len=args.max_token_len or 200, stats=args.stats, **feats)
+            return
+        if not args.out:
+            p.error("--out is required")
+        if args.synthetic:
+            meta = make_synthetic(args.out, episodes=args.episodes, image_size=args.image_size or 64, seed=args.seed,
+                                  max_token_len=args.max_token_len or 32)
+        else:
+            if not (args.src and args.tokenizer):
+                p.error("--src and --tokenizer are required unless --synthetic")
+            meta = prepare(args.src, args.out, args.tokenizer, max_token_len=args.max_token_len or 200,
+                           image_size=args.image_size or 224, workers=args.workers, stats=args.stats,
+                           drop_nonfinite=args.drop_nonfinite, **feats)
+    except DataError as err:
+        raise SystemExit(f"data.py: {err}")
+    print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, cameras {meta['cameras']} "
+          f"(wrist {meta['wrist']}), {len(meta['tasks'])} tasks, longest prompt pi05 {meta['max_prompt_len_pi05']} / pi0 "
           f"{meta['max_prompt_len_pi0']} tokens, {time.time() - t0:.1f}s")
 
 if __name__ == "__main__":

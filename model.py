@@ -702,48 +702,66 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be loaded; the message names the file and what is wrong."""
 
 
-def load_pretrained(model, path):
-    """Load an openpi PyTorch or LeRobot `model.safetensors` (file or directory) into model, casting to each
-    parameter's dtype, one tensor at a time from the memory-mapped file. Accepts LeRobot's `model.` prefix and the
-    tied embedding under lm_head, ignores the unused expert lm_head; any other missing, unexpected or misshaped
-    tensor is an error listing the keys."""
-    from safetensors import safe_open
-    if os.path.isdir(path):
-        path = os.path.join(path, 'model.safetensors')
+def _checkpoint_file(path):
+    path = os.path.join(path, 'model.safetensors') if os.path.isdir(path) else path
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    ours = model.state_dict()
+        raise CheckpointError(f"no checkpoint at {path}: init_from takes a model.safetensors file or its directory")
+    return path
+
+
+def _file_names(f, ours, path):
+    """{our key: name in the file} for an open safetensors file, after checking names and shapes against our state
+    dict (which may live on the meta device). Accepts LeRobot's `model.` prefix and the tied embedding under
+    lm_head, ignores the unused expert lm_head; anything else missing, unexpected or misshaped is an error."""
     wanted = {to_openpi_key(k): k for k in ours}  # openpi name -> ours
     wanted[TIED_EMBED] = wanted.pop(PALI + 'model.language_model.embed_tokens.weight')
+    names = {}  # openpi name -> name in the file
+    for name in f.keys():
+        k = name[len('model.'):] if name.startswith('model.') else name
+        if k == PALI + 'model.language_model.embed_tokens.weight':  # LeRobot's untied name
+            k = TIED_EMBED
+        if k != EXPERT_LM_HEAD:
+            names[k] = name
+    shape = lambda k: tuple(f.get_slice(names[k]).get_shape())
+    missing = sorted(set(wanted) - set(names))
+    unexpected = sorted(set(names) - set(wanted))
+    misshaped = sorted(f'{k}: file {shape(k)} vs model {tuple(ours[wanted[k]].shape)}'
+                       for k in set(names) & set(wanted) if shape(k) != tuple(ours[wanted[k]].shape))
+    if missing or unexpected or misshaped:
+        lines = [f'cannot load {path}:']
+        for what, keys in (('missing', missing), ('unexpected', unexpected), ('misshaped', misshaped)):
+            if keys:
+                lines.append(f'  {len(keys)} {what}: ' + ', '.join(keys[:20]) + (' ...' if len(keys) > 20 else ''))
+        raise CheckpointError('\n'.join(lines))
+    return {wanted[k]: name for k, name in names.items()}
+
+
+def load_pretrained(model, path, check_only=False):
+    """Load an openpi PyTorch or LeRobot `model.safetensors` (file or directory) into model, casting to each
+    parameter's dtype, one tensor at a time from the memory-mapped file. check_only: check names and shapes only
+    (works on a model on the meta device, in milliseconds). Raises CheckpointError naming the file."""
+    from safetensors import safe_open
+    path = _checkpoint_file(path)
+    ours = model.state_dict()
     try:
         with safe_open(path, framework='pt', device='cpu') as f:
-            names = {}  # openpi name -> name in the file
-            for name in f.keys():
-                k = name[len('model.'):] if name.startswith('model.') else name
-                if k == PALI + 'model.language_model.embed_tokens.weight':  # LeRobot's untied name
-                    k = TIED_EMBED
-                if k != EXPERT_LM_HEAD:
-                    names[k] = name
-            missing = sorted(set(wanted) - set(names))
-            unexpected = sorted(set(names) - set(wanted))
-            misshaped = sorted(f'{k}: file {tuple(f.get_slice(names[k]).get_shape())} vs model {tuple(ours[wanted[k]].shape)}'
-                               for k in set(names) & set(wanted)
-                               if tuple(f.get_slice(names[k]).get_shape()) != tuple(ours[wanted[k]].shape))
-            if missing or unexpected or misshaped:
-                lines = [f'cannot load {path}:']
-                for what, keys in (('missing', missing), ('unexpected', unexpected), ('misshaped', misshaped)):
-                    if keys:
-                        lines.append(f'  {len(keys)} {what}: ' + ', '.join(keys[:20]) + (' ...' if len(keys) > 20 else ''))
-                raise CheckpointError('\n'.join(lines))
-            with torch.no_grad():
-                for k, name in names.items():
-                    ours[wanted[k]].copy_(f.get_tensor(name))
+            names = _file_names(f, ours, path)
+            if not check_only:
+                with torch.no_grad():
+                    for k, name in names.items():
+                        ours[k].copy_(f.get_tensor(name))
     except CheckpointError:
         raise
     except Exception as err:  # truncated or garbled file: safetensors says what, we say where
         raise CheckpointError(f"{path}: not a readable safetensors file ({type(err).__name__}: {err}); "
                               f"copy it again or point init_from at another checkpoint") from None
     return model
+
+
+def check_pretrained(cfg, path):
+    """load_pretrained's checks of a file against a model of config cfg, without building one."""
+    with torch.device('meta'):
+        return load_pretrained(Pi05(cfg), path, check_only=True)
 
 
 def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, skip_unused=True,

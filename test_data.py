@@ -70,7 +70,8 @@ def ref_resize_with_pad(img, size):
     return out
 
 def write_lerobot(root, lengths, tasks_of, version="v2.1", kind="image", cam_keys=("image", "wrist_image"),
-                  state_key="state", action_key="actions", corrupt=None, short_video=None, bad_shape=None):
+                  state_key="state", action_key="actions", corrupt=None, short_video=None, bad_shape=None,
+                  nan_at=None):
     """a LeRobot dataset with the given episode lengths; returns the raw per-frame data for comparison.
     kind: 'image' (PNG bytes in parquet), 'video' (mp4 per episode / per file), or a list per camera."""
     pytest.importorskip("PIL")
@@ -84,6 +85,8 @@ def write_lerobot(root, lengths, tasks_of, version="v2.1", kind="image", cam_key
     actions = rng.normal(size=(n, 7)).astype(np.float32)
     imgs = {c: [] for c in range(len(cam_keys))}
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    if nan_at is not None:  # (episode, frame): one NaN action value
+        actions[starts[nan_at[0]] + nan_at[1], 3] = np.nan
     feats = {state_key: {"dtype": "float32", "shape": [8]}, action_key: {"dtype": "float32", "shape": [7]},
              "timestamp": {"dtype": "float32", "shape": [1]}, "task_index": {"dtype": "int64", "shape": [1]}}
     for k, kd in zip(cam_keys, kinds):
@@ -281,9 +284,9 @@ def test_wrong_image_shape_names_episode_and_frame(tmp_path, spm_path):
 
 def test_missing_key_lists_available(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [3], [0])
-    with pytest.raises(KeyError, match=r"camera key 'left_wrist'.*available.*wrist_image"):
+    with pytest.raises(data.DataError, match=r"camera key 'left_wrist'.*available.*wrist_image"):
         data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, cameras=["image", "left_wrist"])
-    with pytest.raises(KeyError, match=r"action key 'action'.*available.*actions"):
+    with pytest.raises(data.DataError, match=r"action key 'action'.*available.*actions"):
         data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, action_key="action")
 
 def test_empty_episode_is_an_error(tmp_path, spm_path):
@@ -295,6 +298,130 @@ def test_video_shorter_than_parquet_names_frame(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [3, 5], [0, 1], kind="video", short_video=1)
     with pytest.raises(ValueError, match=r"episode 1 frame 3: camera 'image': no video frame"):
         data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
+
+# -----------------------------------------------------------------------------
+# LeRobot's own naming with default flags, and the mistakes users make
+
+LEROBOT_KEYS = dict(cam_keys=("observation.images.image", "observation.images.wrist_image"),
+                    state_key="observation.state", action_key="action")
+
+@pytest.mark.parametrize("kind", ["video", "image"])
+def test_lerobot_convention_prepares_with_default_flags(tmp_path, spm_path, kind):
+    """a v3.0 dataset named as LeRobotDataset.create names it (observation.images.*, observation.state, action),
+    prepared through the command line with only --src/--out/--tokenizer."""
+    raw = write_lerobot(str(tmp_path / "src"), [4, 5, 3], [1, 0, 2], version="v3.0", kind=kind, **LEROBOT_KEYS)
+    data.main([f"--src={tmp_path / 'src'}", f"--out={tmp_path / 'out'}", f"--tokenizer={spm_path}",
+               f"--image_size={S}", "--workers=1"])
+    meta = json.load(open(tmp_path / "out" / "meta.json"))
+    assert meta["cameras"] == ["image", "wrist_image"] and meta["wrist"] == [False, True], meta
+    assert (meta["state_key"], meta["action_key"]) == ("observation.state", "action"), meta
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "state.npy"), raw["state"])
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "actions.npy"), raw["actions"])
+    for c in range(2):
+        got = np.load(tmp_path / "out" / f"images_{c}.npy").astype(float)
+        want = np.stack([ref_resize_with_pad(im, S).transpose(2, 0, 1) for im in raw["images"][c]])
+        err = np.abs(got - want).mean(axis=(1, 2, 3))
+        assert err.max() < (4 if kind == "video" else 1e-9), f"camera {c}: per-frame error {err.round(2)}"
+
+def test_feature_selection_names_the_flag_when_ambiguous_or_missing():
+    cam = {"dtype": "video", "shape": [8, 8, 3]}
+    vec = {"dtype": "float32", "shape": [7]}
+    feats = {"observation.images.top": cam, "observation.images.wrist": cam, "observation.state": vec, "action": vec}
+    got = data.select_features(feats)
+    assert got == dict(cams=["observation.images.top", "observation.images.wrist"], names=["top", "wrist"],
+                       wrist=[False, True], state="observation.state", actions="action"), got
+    assert data.select_features(feats, wrist=["top"])["wrist"] == [True, False], "--wrist overrides the name rule"
+    assert data.select_features(feats, wrist=[])["wrist"] == [False, False]
+    assert data.select_features(feats, cameras=["wrist"])["cams"] == ["observation.images.wrist"], "a flag wins"
+    with pytest.raises(data.DataError, match=r"ambiguous action: the dataset has both \['action', 'actions'\]; pass --action_key="):
+        data.select_features(dict(feats, actions=vec))
+    assert data.select_features(dict(feats, actions=vec), action_key="actions")["actions"] == "actions"
+    with pytest.raises(data.DataError, match=r"no state feature .*'observation.state', 'state'.*pass --state_key="):
+        data.select_features({k: v for k, v in feats.items() if k != "observation.state"})
+    with pytest.raises(data.DataError, match=r"no image or video features .*pass --cameras="):
+        data.select_features({"state": vec, "action": vec})
+    with pytest.raises(data.DataError, match=r"--wrist names \['side'\], which are not among the cameras"):
+        data.select_features(feats, wrist=["side"])
+
+def test_inspect_prints_the_plan_and_writes_nothing(tmp_path, spm_path, capsys):
+    write_lerobot(str(tmp_path / "src"), [4, 3], [0, 1], version="v3.0", kind="video", **LEROBOT_KEYS)
+    before = sorted(p for p, _, _ in os.walk(tmp_path))
+    data.main([f"--src={tmp_path / 'src'}", "--inspect", f"--tokenizer={spm_path}"])
+    out = capsys.readouterr().out
+    assert "2 episodes, 7 frames" in out and "3 tasks" in out, out
+    assert "camera 0 'image'" in out and "camera 1 'wrist_image' (wrist)" in out, out
+    assert "observation.state" in out and "action " in out and " actions" in out, out
+    assert "prompt of frame 0 (pi05)" in out and "'Task: pick up the black bowl and place it on the plate, State: " in out, out
+    assert "prompt of frame 0 (pi0)" in out and "tokens" in out, out
+    assert sorted(p for p, _, _ in os.walk(tmp_path)) == before, "--inspect must not write anything"
+
+def test_non_finite_action_names_episode_and_frame_or_is_dropped(tmp_path, spm_path, capsys):
+    raw = write_lerobot(str(tmp_path / "src"), [4, 5], [0, 1], nan_at=(1, 2))
+    with pytest.raises(data.DataError, match=r"episode 1 frame 2: non-finite action .*nan.* \(1 such frames in 1 episodes\).*--drop_nonfinite"):
+        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
+    assert not os.path.exists(tmp_path / "out"), "the check runs before anything is written"
+    meta = data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1, drop_nonfinite=True)
+    assert "dropped 1 frames with non-finite state or actions" in capsys.readouterr().out
+    keep = np.ones(9, bool)
+    keep[4 + 2] = False
+    assert meta["num_frames"] == 8 and meta["dropped_frames"] == 1, meta
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "actions.npy"), raw["actions"][keep])
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "episode_starts.npy"), [0, 4, 8])
+    want = np.stack([ref_resize_with_pad(im, S).transpose(2, 0, 1) for im in np.array(raw["images"][0])[keep]])
+    assert np.array_equal(np.load(tmp_path / "out" / "images_0.npy"), want), "frames after the dropped one shift up"
+
+def test_prompts_cut_by_max_token_len_are_reported(tmp_path, spm_path, capsys):
+    write_lerobot(str(tmp_path / "src"), [3, 2], [0, 1])
+    meta = data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1, max_token_len=12)
+    sp = data.load_tokenizer(spm_path)
+    long = sum(len(data.encode_prompt(sp, t)) > 12 for t in meta["tasks"])
+    assert 0 < long and meta["cut_prompts_pi0"] == long and meta["cut_prompts_pi05"] == 5, meta
+    out = capsys.readouterr().out
+    assert f"{long} of 3 task prompts (pi0 format) and 5 of 5 frame prompts (pi05 format" in out, out
+    assert "prepare with a larger --max_token_len" in out, out
+
+@pytest.fixture
+def prepared_copy(syn, tmp_path):
+    import shutil
+    shutil.copytree(syn, tmp_path / "d")
+    return tmp_path / "d"
+
+def test_check_prepared_names_the_damaged_file(prepared_copy):
+    d = prepared_copy
+    assert data.check_prepared(str(d))["num_frames"] > 0
+    with open(d / "images_0.npy", "r+b") as f:  # truncated
+        f.truncate(os.path.getsize(d / "images_0.npy") - 100)
+    with pytest.raises(data.DataError, match=r"images_0\.npy is \d+ bytes where its header implies \d+ .*python data.py --synthetic"):
+        data.check_prepared(str(d))
+    np.save(d / "images_0.npy", np.zeros((1,), object), allow_pickle=True)  # garbled: other content
+    with pytest.raises(data.DataError, match=r"images_0\.npy holds object \(1,\) where meta.json implies uint8"):
+        data.check_prepared(str(d))
+    (d / "images_0.npy").write_bytes(b"not an npy file at all")
+    with pytest.raises(data.DataError, match=r"images_0\.npy is not a readable \.npy file"):
+        data.check_prepared(str(d))
+
+def test_check_prepared_names_missing_dirs_and_broken_stats(prepared_copy, tmp_path):
+    with pytest.raises(data.DataError, match=r"data_dir '.*nowhere' does not exist: prepare a dataset first \(python data.py --src="):
+        data.check_prepared(str(tmp_path / "nowhere"))
+    (prepared_copy / "stats.json").write_text('{"norm_stats": {"state": {"q01": [0, 1]')
+    with pytest.raises(data.DataError, match=r"stats\.json is not a valid stats file \(JSONDecodeError"):
+        data.check_prepared(str(prepared_copy))
+    os.remove(prepared_copy / "meta.json")
+    with pytest.raises(data.DataError, match=r"meta\.json not found: .* is not a prepared dataset"):
+        data.check_prepared(str(prepared_copy))
+
+def test_check_against_model_lists_every_mismatch(syn):
+    import model as M
+    from dataclasses import replace
+    meta = dict(data.check_prepared(syn), vocab_size=300_000, state_dim=40)
+    problems = data.check_against_model(meta, replace(M.configs["demo"], max_token_len=8, camera_slots=1), "pi05", syn)
+    text = "\n".join(problems)
+    assert len(problems) == 5, text
+    for want in ("300000 tokens, more than the model's embedding (1024)", "images are 16x16, the model takes 64x64: "
+                 "prepare with --image_size=64", "2 cameras ['image', 'wrist_image'], the model has 1 camera slots",
+                 "states have 40 dims, the model takes at most 32", "prompt slots: set --max_token_len="):
+        assert want in text, f"{want!r} not in:\n{text}"
+    assert data.check_against_model(data.check_prepared(syn), replace(M.configs["demo"], image_size=16), "pi05") == []
 
 # -----------------------------------------------------------------------------
 # prompts and normalization

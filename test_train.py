@@ -8,6 +8,7 @@ an interrupted run resumed from its checkpoint equals an uninterrupted one; a no
 iteration; checkpoints load with model.load_pretrained; the demo config learns.
 """
 import csv
+import json
 import math
 import os
 import runpy
@@ -253,6 +254,100 @@ def test_demo_config_learns(tmp_path):
     start, end = float(rows[0]['val_loss']), float(rows[-1]['val_loss'])
     assert [r['iter'] for r in rows] == ['0', '40'] and end < 0.7 * start, f'val loss {start:.4f} -> {end:.4f}'
     assert os.path.exists(tmp_path / 'synthetic' / 'meta.json') and g['it'] == 40
+
+# -----------------------------------------------------------------------------
+# user mistakes: a one-line error naming the problem and the fix, before any model is built
+
+
+def train_error(args):
+    """Run train.py in this process; it must stop with a SystemExit whose message is returned."""
+    with pytest.raises(SystemExit) as e:
+        run_train(args)
+    return str(e.value)
+
+
+@pytest.fixture
+def data_copy(tiny_data, tmp_path):
+    shutil.copytree(tiny_data, tmp_path / 'd')
+    return tmp_path / 'd'
+
+
+def test_missing_data_dir_fails_before_the_pi05_model_is_built(tmp_path):
+    msg = train_error([os.path.join(ROOT, 'config', 'pi05_libero.py'), '--init_from=scratch', '--device=cpu',
+                       f'--data_dir={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'])
+    assert 'nowhere' in msg and 'does not exist' in msg and 'python data.py --src=' in msg, msg
+    assert 'parameters' not in (tmp_path / 'out' / 'log.txt').read_text(), 'the model must not be built first'
+
+
+@pytest.mark.parametrize('mistake', ['vocab', 'image_size', 'prompt_slots', 'truncated_npy', 'stats'])
+def test_prepared_data_that_does_not_fit_the_model_is_named(data_copy, tmp_path, mistake):
+    args = tiny_args(data_copy, tmp_path / 'out', '--max_iters=1')
+    if mistake == 'vocab':  # prepared with a tokenizer larger than the model's embedding
+        meta = json.loads((data_copy / 'meta.json').read_text())
+        (data_copy / 'meta.json').write_text(json.dumps(dict(meta, vocab_size=50_000, tokenizer='big.model')))
+        want = 'the tokenizer (big.model) has 50000 tokens, more than the model\'s embedding (1024)'
+    elif mistake == 'image_size':
+        args.append('--model_name=demo')
+        want = 'images are 28x28, the model takes 64x64: prepare with --image_size=64'
+    elif mistake == 'prompt_slots':
+        args.append('--max_token_len=4')
+        want = 'prompts of up to'
+    elif mistake == 'truncated_npy':
+        with open(data_copy / 'actions.npy', 'r+b') as f:
+            f.truncate(200)
+        want = 'actions.npy is 200 bytes where its header implies'
+    else:
+        (data_copy / 'stats.json').write_text('{"norm_stats": ')
+        want = 'stats.json is not a valid stats file'
+    msg = train_error(args)
+    assert want in msg and str(data_copy) in msg, msg
+
+
+def test_config_file_that_does_not_exist_is_named(tmp_path):
+    msg = train_error(['config/no_such_config.py'])
+    assert "config file 'config/no_such_config.py' not found" in msg and 'config/demo.py' in msg, msg
+
+
+def test_broken_init_from_file_is_named(uninterrupted, tiny_data, tmp_path):
+    _, ref = uninterrupted
+    bad = tmp_path / 'bad'
+    shutil.copytree(ref / 'ckpt_10', bad)
+    with open(bad / 'model.safetensors', 'r+b') as f:
+        f.truncate(os.path.getsize(bad / 'model.safetensors') // 2)
+    msg = train_error(tiny_args(tiny_data, tmp_path / 'out', '--max_iters=1', f'--init_from={bad}'))
+    assert str(bad / 'model.safetensors') in msg and 'not a readable safetensors file' in msg, msg
+    msg = train_error(tiny_args(tiny_data, tmp_path / 'out', '--max_iters=1', f'--init_from={tmp_path / "none"}'))
+    assert 'no checkpoint at' in msg and 'none' in msg, msg
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='needs a machine without CUDA')
+def test_device_cuda_without_cuda_is_one_line(tiny_data, tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'train.py'),
+                           *tiny_args(tiny_data, tmp_path, '--max_iters=1'), '--device=cuda'],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "device='cuda', but this torch" in proc.stderr, proc.stderr[-2000:]
+    assert 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize('broken', ['model.safetensors', 'state.pt'])
+def test_resume_skips_a_truncated_newest_checkpoint(tiny_data, tmp_path, uninterrupted, broken):
+    """Checkpoints at 4 and 7; the newest one's file is truncated: resume warns, moves it aside, continues from 4,
+    and ends exactly where the uninterrupted run does."""
+    _, ref = uninterrupted
+    common = ['--ckpt_interval=4', '--eval_interval=3', '--grad_accum=2', '--micro_batch=4', '--keep_last=2', '--ema_decay=0.9']
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=7', *common))
+    path = tmp_path / 'ckpt_7' / broken
+    with open(path, 'r+b') as f:
+        f.truncate(os.path.getsize(path) - 1000)
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=10', '--init_from=resume', *common))
+    log = (tmp_path / 'log.txt').read_text()
+    assert f'skipping checkpoint {tmp_path / "ckpt_7"}: {broken} is' in log and 'resuming from ' + str(tmp_path / 'ckpt_4') in log, log[-2000:]
+    assert sorted(d for d in os.listdir(tmp_path) if d.startswith('ckpt')) == ['ckpt_10', 'ckpt_7.broken', 'ckpt_8']
+    a, b = read_csv(ref / 'losses.csv'), read_csv(tmp_path / 'losses.csv')
+    mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
+    assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
+    wa, wb = load_file(str(ref / 'ckpt_10' / 'model.safetensors')), load_file(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the uninterrupted run'
 
 # -----------------------------------------------------------------------------
 # the fused optimizer path

@@ -17,6 +17,7 @@ parameters come from one generator seeded by (seed, step) and are sliced by each
 batch, so a 2-process run equals a 1-process run with the same global batch and a resumed run an uninterrupted one.
 """
 import csv
+import json
 import math
 import os
 import re
@@ -337,9 +338,53 @@ def list_checkpoints(out_dir):
     return sorted(found)
 
 
+def checkpoint_problem(path):
+    """Why the checkpoint directory cannot be resumed from, or None. Its manifest.json (written last) gives every
+    file's size; the files must be there with those sizes, the safetensors headers must parse and state.pt must
+    open. Reads headers only: seconds even for pi05's 40 GB of optimizer state."""
+    from safetensors import safe_open
+    try:
+        with open(os.path.join(path, 'manifest.json')) as f:
+            files = json.load(f)['files']
+    except FileNotFoundError:
+        files = {name: None for name in ('model.safetensors', 'state.pt')}  # written before manifests existed
+    except (ValueError, KeyError, TypeError) as err:
+        return f'manifest.json is damaged ({err})'
+    for name, size in files.items():
+        p = os.path.join(path, name)
+        if not os.path.exists(p):
+            return f'{name} is missing'
+        if size is not None and os.path.getsize(p) != size:
+            return f'{name} is {os.path.getsize(p)} bytes, the manifest says {size} (truncated or overwritten)'
+        try:
+            if name.endswith('.safetensors'):
+                with safe_open(p, framework='pt') as f:
+                    f.keys()
+            elif name.endswith('.pt'):
+                torch.load(p, map_location='cpu', weights_only=True, mmap=True)
+        except Exception as err:
+            return f'{name} cannot be read ({type(err).__name__}: {str(err).splitlines()[0][:200]})'
+    return None
+
+
+def newest_valid_checkpoint(out_dir, log_fn=print, master=True):
+    """The newest checkpoint in out_dir that passes checkpoint_problem. Broken newer ones are reported and renamed
+    to ckpt_<iter>.broken (kept for inspection, out of the way of keep_last), so a damaged checkpoint never blocks
+    resuming from an older good one."""
+    for _, path in reversed(list_checkpoints(out_dir)):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return path
+        log_fn(f'warning: skipping checkpoint {path}: {problem}; moved to {path}.broken')
+        if master:
+            os.replace(path, path + '.broken')
+    return None
+
+
 def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last):
-    """Write the files into a temporary directory, fsync, then rename it into place: a crash leaves either the
-    whole checkpoint or none. Then delete all but the newest keep_last."""
+    """Write the files into a temporary directory, then manifest.json with their sizes, fsync, then rename the
+    directory into place: a crash leaves either the whole checkpoint or none. Then delete all but the newest
+    keep_last."""
     final = os.path.join(out_dir, f'ckpt_{it}')
     tmp = os.path.join(out_dir, f'.tmp_ckpt_{it}')
     shutil.rmtree(tmp, ignore_errors=True)
@@ -349,6 +394,11 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last):
         M.save_pretrained(ema_model, os.path.join(tmp, 'ema.safetensors'))
     with open(os.path.join(tmp, 'state.pt'), 'wb') as f:
         torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    files = {name: os.path.getsize(os.path.join(tmp, name)) for name in sorted(os.listdir(tmp))}
+    with open(os.path.join(tmp, 'manifest.json'), 'w') as f:
+        json.dump({'iter': it, 'files': files}, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
     M.fsync_path(tmp)
@@ -421,6 +471,9 @@ if __name__ == '__main__':
     if device == 'auto':
         device = 'cuda' if torch.cuda.is_available() else 'cpu'
     cuda = device.startswith('cuda')
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit(f"train.py: device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: "
+                         f"use --device=cpu (or 'auto'), or install a CUDA build of torch")
     if cuda:
         device = f'cuda:{local_rank}' if device == 'cuda' else device  # one GPU per process
         torch.cuda.set_device(device)
@@ -442,13 +495,19 @@ if __name__ == '__main__':
         f"world size {world_size} | global batch {G} = {micro_batch} x {grad_accum} x {world_size}", log_path, master)
     log('\n'.join(f'{k} = {v!r}' for k, v in config.items()), log_path, master)
 
+    if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built
+        try:
+            M.check_pretrained(cfg, init_from)
+        except M.CheckpointError as err:
+            raise SystemExit(f'train.py: {err}')
+
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
     if init_from == 'resume':
-        found = list_checkpoints(out_dir)
-        if not found:
-            raise SystemExit(f"init_from='resume' but {out_dir} holds no checkpoint (ckpt_<iter>/state.pt)")
-        ckpt = found[-1][1]
+        ckpt = newest_valid_checkpoint(out_dir, lambda msg: log(msg, log_path, master), master)
+        if ckpt is None:
+            raise SystemExit(f"train.py: init_from='resume' but {out_dir} holds no usable checkpoint (ckpt_<iter>/ with "
+                             f"manifest.json); start with init_from='scratch' or a model.safetensors")
         state = torch.load(os.path.join(ckpt, 'state.pt'), map_location='cpu', weights_only=True)
         start_iter, best_val_loss = state['iter'], state['best_val_loss']
         changed = {k: (state['config'].get(k), v) for k, v in config.items() if state['config'].get(k) != v}
@@ -461,6 +520,13 @@ if __name__ == '__main__':
                             max_token_len=cfg.max_token_len)
     if ddp:
         dist.barrier()
+    try:  # the prepared data against the model, before anything large is built: seconds, not minutes
+        meta = data.check_prepared(data_dir)
+    except data.DataError as err:
+        raise SystemExit(f'train.py: {err}')
+    problems = data.check_against_model(meta, cfg, prompt_format, data_dir)
+    if problems:
+        raise SystemExit('train.py: ' + '\ntrain.py: '.join(problems))
     loader_kw = dict(rank=rank, world_size=world_size, seed=seed, horizon=cfg.action_horizon, action_dim=cfg.action_dim,
                      prompt_format=prompt_format, val_fraction=val_fraction, token_len=cfg.max_token_len,
                      prompt_bucket=prompt_bucket)
@@ -471,7 +537,10 @@ if __name__ == '__main__':
         f"{loader.meta['cameras']} (wrist {loader.wrist}), prompt '{prompt_format}'", log_path, master)
 
     # model: build or load -> fp8 -> recompute -> per-layer compile -> DDP; optimizer; EMA
-    raw_model = build_model(config, device, weights=ckpt)
+    try:
+        raw_model = build_model(config, device, weights=ckpt)
+    except M.CheckpointError as err:
+        raise SystemExit(f'train.py: {err}')
     model = wrap_model(raw_model, config, device, cameras=len(loader.wrist))
     n_params = sum(p.numel() for p in raw_model.parameters())
     n_train = sum(p.numel() for p in raw_model.parameters() if p.requires_grad)
