@@ -4,9 +4,10 @@ Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one 
     python bench.py                                   # the ladder on one GPU, markdown table at the end
     python bench.py --rows=default,fp8 --steps=20     # selected rows (LADDER and VARIANTS below)
     python bench.py --recompute_table=True            # activation GiB saved and ms added per recompute unit
-    python bench.py --profile=True --rows=default     # one profiled steady-state step: time per kernel kind, idle
+    python bench.py --rows=default --profile=default  # one profiled steady-state step: time per kernel kind, idle
     python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
     python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
+    python bench.py --infer=True                      # sample_actions latency (batch 1) and throughput (8, 32)
 
 Every row builds the model and optimizer with train.py's own functions (build_model, wrap_model, make_optimizer)
 and times train.py's train_step, so the numbers are those of the trainer; the switches that only rebuild the
@@ -39,11 +40,13 @@ steps = 10                 # timed steps (median reported)
 warmup = 3                 # untimed steps (the first includes compilation)
 rows = 'ladder'            # 'ladder' or comma-separated row names (LADDER, VARIANTS)
 recompute_table = False    # also measure the recompute cost table
-profile = False            # profile one steady-state step of the default row: time per kernel kind, GPU idle
+profile = ''               # comma-separated row names to profile one steady-state step of: time per kernel kind, idle
 fp8_validate = False       # profile bf16 and fp8 steps of the default row, keep the Linears fp8 makes faster
 fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (train.py reads fp8_keep.txt)
 compare = ''               # 'fp8' | 'fp32': loss curves of the default row and this precision, same init and batches
 compare_steps = 500
+infer = False              # inference: eager sample_actions vs compiled layers + CUDA graph (serve.GraphedSampler)
+infer_calls = 100          # timed calls per inference row
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
 tasks_file = os.path.join(HERE, 'assets', 'libero_tasks.tsv')
 out_dir = 'bench_out'      # JSON/CSV results and logs
@@ -72,6 +75,7 @@ VARIANTS = {  # single changes to the default row, for decisions: --rows=default
     'norecompute': ('default with recompute=none', dict(recompute='none')),
     'sdpa': ('default with attn=sdpa', dict(attn='sdpa')),
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
+    'sdpanorecompute': ('default with attn=sdpa, recompute=none', dict(attn='sdpa', recompute='none')),
 }
 
 
@@ -344,6 +348,61 @@ def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, 
     return pearson, rel
 
 
+def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
+    """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
+    serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
+    then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
+    its compile + capture time. Returns markdown rows."""
+    import serve
+    cfg = M.configs[model_name]
+    torch.manual_seed(seed)
+    model = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16 if device == 'cuda' else torch.float32)
+    model.set_param_dtype(torch.bfloat16 if device == 'cuda' else torch.float32).eval().requires_grad_(False)
+    sync = torch.cuda.synchronize if device == 'cuda' else (lambda: None)
+    g = torch.Generator().manual_seed(seed)
+
+    def inputs(B):
+        b, _ = data.trim_batch(data.random_batch(cfg, B, cameras=2, prompt_lengths=lengths, generator=g), 32)
+        b = {k: v.to(device) for k, v in b.items() if k in ('images', 'image_mask', 'tokens', 'token_mask')}
+        return b, torch.randn(B, cfg.action_horizon, cfg.action_dim, device=device)
+
+    def timed(fn, n):
+        ms = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            ms.append((time.perf_counter() - t0) * 1e3)
+        q = lambda p: statistics.quantiles(ms, n=100)[p - 1] if len(ms) > 1 else ms[0]
+        return statistics.median(ms), q(90), q(99)
+
+    rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
+    with torch.no_grad():
+        b, noise = inputs(1)
+        for _ in range(3):
+            model.sample_actions(b, noise=noise)
+        p50, p90, p99 = timed(lambda: model.sample_actions(b, noise=noise), infer_calls)
+        rows.append(f'| `Pi05.sample_actions`, eager, sdpa | 1 | {p50:.1f} | {p90:.1f} | {p99:.1f} | {1e3 / p50:.1f} | 0 |')
+        print(rows[-1], flush=True)
+        if device != 'cuda':
+            return rows
+        sampler = serve.GraphedSampler(model)
+        for B in batch_sizes:
+            b, noise = inputs(B)
+            t0 = time.perf_counter()
+            sampler(b, noise)
+            sync()
+            setup = time.perf_counter() - t0
+            p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
+            rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`) | {B} | {p50:.1f} | {p90:.1f} | '
+                        f'{p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
+            print(rows[-1], flush=True)
+        ref = model.sample_actions(b, noise=noise).float()  # compiled eager path, for the numbers' sake
+        got = sampler(b, noise).float()
+        print(f'graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}')
+    return rows
+
+
 def table(results):
     lines = ['| setting | ms/step | samples/s | TFLOP/s | MFU | peak GiB | prompt slots | setup s |',
              '|---|---|---|---|---|---|---|---|']
@@ -399,16 +458,21 @@ if __name__ == '__main__':
     if fp8_validate:
         fp8_keep_list(named, batches, device)
         raise SystemExit
+    if infer:
+        print(f"{gpu} | torch {torch.__version__} | {model_name} inference, {time.strftime('%Y-%m-%d')}", flush=True)
+        print('\n'.join(infer_table(lengths, device)))
+        raise SystemExit
     peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
     print(f"{gpu} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
           f"prompt lengths {min(lengths)}-{max(lengths)} tokens ({'tokenizer' if tokenizer else 'estimate'})", flush=True)
     active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
     if recompute_table:
         active += recompute_rows(named, active)
+    profiled_labels = {named[r][0] for r in profile.split(',') if r}
     results = []
     for label, settings in active:
         try:
-            r = run_row(label, settings, batches, peak, device, profile_step=profile and label == named['default'][0])
+            r = run_row(label, settings, batches, peak, device, profile_step=label in profiled_labels)
         except torch.OutOfMemoryError as e:
             print(f'{label}: out of memory ({str(e).splitlines()[0]})', flush=True)
             continue

@@ -683,33 +683,93 @@ def _render(xy, objects, grip, closed):
     img[cross & closed[:, None, None]] = 0
     return img.transpose(0, 3, 1, 2)
 
-def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32):
-    """write a small learnable dataset in the prepared format. each scene has 3 distinct (colour, shape)
-    objects on a grey table; the instruction names one ("move to the red square"); the gripper (a cross) starts
-    0.5-1.0 away and moves STEP per frame straight at it, then closes and holds for HOLD frames (20-37 frames).
-    actions (7, LIBERO-like) = [10 dx, 10 dy, 0, 0, 0, 0, grip], grip +1 from the frame that reaches the target;
-    state = [x, y, closed]. the right action needs the image (where things are) and the instruction (which one).
-    cameras: 'image' (whole table) and 'wrist_image' (zoomed view centred on the gripper).
-    per-episode objects and targets go to synthetic.json so tests can build an oracle."""
-    rng = np.random.default_rng(seed)
-    S = image_size
-    tasks = [f"move to the {c} {s}" for c in COLORS for s in SHAPES]
-    scenes = []
-    for e in range(episodes):
+SYNTHETIC_TASKS = [f"move to the {c} {s}" for c in COLORS for s in SHAPES]
+ACTION_SCALE = 10  # actions hold 10x the gripper's displacement, so they are of order 0.3 like LIBERO's
+
+def render_views(objects, grips, closed, size):
+    """the two cameras of the synthetic task, for T gripper positions (T, 2) and closed flags (T,):
+    uint8 (T, 2, 3, S, S), 'image' (the whole table) then 'wrist_image' (a zoomed view centred on the gripper)."""
+    pix = (np.arange(size) + 0.5) / size
+    full = np.stack(np.meshgrid(pix, pix, indexing="xy"), -1)  # (S, S, 2) as (x, y)
+    T = len(grips)
+    table = _render(np.broadcast_to(full, (T, size, size, 2)), objects, grips, closed)
+    wrist = _render((full - 0.5)[None] * 2 * WRIST_HALF + grips[:, None, None], objects, grips, closed)
+    return np.stack([table, wrist], 1)
+
+class Scene:
+    """the synthetic task as a small simulator. three distinct (colour, shape) objects on a grey table, a gripper
+    (a cross) and an instruction naming one of them. step(action) moves the gripper by action[:2] / ACTION_SCALE,
+    at most STEP per step, and closes it for good when action[6] > 0; the episode ends when it closes, a success
+    when that happens within OBJ_R of the named object. make_synthetic records the expert in this simulator, so a
+    replay of a dataset episode's actions reproduces its frames."""
+
+    def __init__(self, objects, target, grip):
+        self.objects, self.target = [tuple(o) for o in objects], int(target)
+        self.grip, self.closed = np.array(grip, np.float64), False
+
+    @classmethod
+    def random(cls, rng):
+        """objects apart enough not to overlap; the gripper starts 0.5-1.0 from the named object."""
         combos = rng.choice(len(COLORS) * len(SHAPES), 3, replace=False)
-        while True:  # objects apart enough not to overlap
+        while True:
             pos = rng.uniform(0.15, 0.85, (3, 2))
             if min(np.linalg.norm(pos[i] - pos[j]) for i in range(3) for j in range(i)) > 3 * OBJ_R:
                 break
         target = int(rng.integers(3))
-        while True:  # start far enough for a real trajectory
+        while True:
             g = rng.uniform(0.05, 0.95, 2)
             if 0.5 <= np.linalg.norm(pos[target] - g) <= 1.0:
                 break
-        objects = [(list(COLORS)[k // len(SHAPES)], SHAPES[k % len(SHAPES)], *p) for k, p in zip(combos, pos)]
-        length = int(math.ceil(np.linalg.norm(pos[target] - g) / STEP)) + HOLD
-        scenes.append((objects, target, g, length))
-    lengths = np.array([sc[3] for sc in scenes], np.int64)
+        objects = [(list(COLORS)[k // len(SHAPES)], SHAPES[k % len(SHAPES)], float(x), float(y)) for k, (x, y) in zip(combos, pos)]
+        return cls(objects, target, g)
+
+    @property
+    def task(self):
+        color, shape = self.objects[self.target][:2]
+        return f"move to the {color} {shape}"
+
+    def distance(self):
+        return float(np.linalg.norm(np.array(self.objects[self.target][2:]) - self.grip))
+
+    def expert_length(self):
+        return int(math.ceil(self.distance() / STEP)) + HOLD
+
+    def state(self):
+        return np.array([self.grip[0], self.grip[1], 1.0 if self.closed else -1.0], np.float32)
+
+    def images(self, size):
+        return render_views(self.objects, self.grip[None], np.array([self.closed]), size)[0]
+
+    def expert_action(self):
+        """straight at the named object, STEP per step; grip +1 from the step that reaches it"""
+        d = np.array(self.objects[self.target][2:]) - self.grip
+        dist = np.linalg.norm(d)
+        move = d if dist <= STEP else d / dist * STEP
+        grip = 1.0 if self.closed or dist <= STEP else -1.0
+        return np.array([move[0] * ACTION_SCALE, move[1] * ACTION_SCALE, 0, 0, 0, 0, grip], np.float32)
+
+    def step(self, action):
+        """-> done. the gripper moves, then closes if asked; closing ends the episode."""
+        a = np.asarray(action, np.float64)
+        move = a[:2] / ACTION_SCALE
+        n = np.linalg.norm(move)
+        self.grip = self.grip + (move * (STEP / n) if n > STEP else move)
+        self.closed = self.closed or bool(a[6] > 0)
+        return self.closed
+
+    def success(self):
+        return self.closed and self.distance() <= OBJ_R
+
+def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32):
+    """write a small learnable dataset in the prepared format, the expert of Scene recorded for `episodes`
+    scenes (20-37 frames each; the gripper holds closed for HOLD frames at the end). actions (7, LIBERO-like) =
+    [10 dx, 10 dy, 0, 0, 0, 0, grip]; state = [x, y, closed]. the right action needs the image (where things
+    are) and the instruction (which one). cameras: 'image' (whole table) and 'wrist_image' (zoomed on the
+    gripper). per-episode objects, targets and start positions go to synthetic.json (for oracles and replays)."""
+    rng = np.random.default_rng(seed)
+    S = image_size
+    scenes = [Scene.random(rng) for _ in range(episodes)]
+    lengths = np.array([sc.expert_length() for sc in scenes], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)])
     N = int(starts[-1])
     os.makedirs(out_dir, exist_ok=True)
@@ -717,38 +777,32 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
            for c in range(2)]
     state, actions = np.zeros((N, 3), np.float32), np.zeros((N, 7), np.float32)
     task_index = np.zeros(N, np.int32)
-    pix = (np.arange(S) + 0.5) / S
-    full = np.stack(np.meshgrid(pix, pix, indexing="xy"), -1)  # (S, S, 2) as (x, y)
     info = []
-    for e, (objects, target, g, T) in enumerate(scenes):
-        s0, p = int(starts[e]), np.array(objects[target][2:])
-        grip, closed, was_closed = np.zeros((T, 2)), np.zeros(T, bool), False
+    for e, (sc, T) in enumerate(zip(scenes, lengths)):
+        s0 = int(starts[e])
+        info.append({"objects": [list(o) for o in sc.objects], "target": sc.target, "grip": sc.grip.tolist()})
+        grips, closed = np.zeros((T, 2)), np.zeros(T, bool)
         for t in range(T):
-            d = p - g
-            dist = np.linalg.norm(d)
-            move = d if dist <= STEP else d / dist * STEP
-            grip[t], closed[t] = g, was_closed
-            state[s0 + t] = [g[0], g[1], 1.0 if was_closed else -1.0]
-            was_closed = was_closed or dist <= STEP  # this step reaches the target
-            actions[s0 + t] = [move[0] * 10, move[1] * 10, 0, 0, 0, 0, 1.0 if was_closed else -1.0]
-            g = g + move
-        task_index[s0:s0 + T] = tasks.index(f"move to the {objects[target][0]} {objects[target][1]}")
-        ims[0][s0:s0 + T] = _render(np.broadcast_to(full, (T, S, S, 2)), objects, grip, closed)
-        local = (full - 0.5) * 2 * WRIST_HALF  # wrist camera: zoomed view centred on the gripper
-        ims[1][s0:s0 + T] = _render(local[None] + grip[:, None, None], objects, grip, closed)
-        info.append({"objects": [[c, s, float(x), float(y)] for c, s, x, y in objects], "target": target})
+            grips[t], closed[t], state[s0 + t] = sc.grip, sc.closed, sc.state()
+            actions[s0 + t] = sc.expert_action()
+            sc.step(actions[s0 + t])
+        task_index[s0:s0 + T] = SYNTHETIC_TASKS.index(sc.task)
+        views = render_views(sc.objects, grips, closed, S)
+        ims[0][s0:s0 + T], ims[1][s0:s0 + T] = views[:, 0], views[:, 1]
     for m in ims:
         m.flush()
     del ims
     with open(os.path.join(out_dir, "synthetic.json"), "w") as f:
-        json.dump({"episodes": info, "step": STEP, "action_scale": 10}, f)
-    words = ["Task", "State", "Action", ":", ",", ";", "\n"] + [str(i) for i in range(-1, 256)]
-    words += [w for t in tasks for w in t.split()]
-    tok = WordTokenizer(words)
+        json.dump({"episodes": info, "step": STEP, "action_scale": ACTION_SCALE}, f)
+    tok = synthetic_tokenizer()
     cameras = ["image", "wrist_image"]
     meta = dict(format=1, source="synthetic", cameras=cameras, wrist=[is_wrist(c) for c in cameras],
                 image_size=S, fps=10.0, tokenizer="words", vocab=tok.vocab, vocab_size=len(tok.vocab), seed=seed)
-    return _finish(out_dir, meta, state, actions, starts, task_index, tasks, tok, max_token_len)
+    return _finish(out_dir, meta, state, actions, starts, task_index, SYNTHETIC_TASKS, tok, max_token_len)
+
+def synthetic_tokenizer():
+    words = ["Task", "State", "Action", ":", ",", ";", "\n"] + [str(i) for i in range(-1, 256)]
+    return WordTokenizer(words + [w for t in SYNTHETIC_TASKS for w in t.split()])
 
 # -----------------------------------------------------------------------------
 # loader

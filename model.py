@@ -223,6 +223,24 @@ class JointLayer(nn.Module):
         op, os_, gate = self.attend(xp, xs, cond, cos, sin, mask, attn_impl)
         return prefix_out(self.vlm, xp, op), suffix_out(self.expert, xs, os_, gate, cond)
 
+    # inference: the prefix pass and a denoising step, one layer each (compile_inference compiles them)
+
+    def prefix_step(self, xp, cos, sin, mask, attn_impl, last=False):
+        """The VLM stream over the prefix -> (its output, post-RoPE k, v); the last layer's output feeds nothing."""
+        if last:
+            B, Lp, _ = xp.shape
+            h = self.vlm.input_layernorm(xp)
+            k = apply_rope(self.vlm.self_attn.k_proj(h).view(B, Lp, -1, self.cfg.head_dim), cos, sin)
+            return xp, k, self.vlm.self_attn.v_proj(h).view(B, Lp, -1, self.cfg.head_dim)
+        q, k, v, _ = qkv(self.vlm, xp, cos, sin, self.cfg.head_dim)
+        return prefix_out(self.vlm, xp, attention(q, k, v, mask, attn_impl)), k, v
+
+    def denoise_step(self, xs, kp, vp, cond, cos, sin, mask, attn_impl):
+        """The expert stream over the action tokens, attending to the cached prefix k, v and to itself."""
+        q, k, v, gate = qkv(self.expert, xs, cos, sin, self.cfg.head_dim, cond)
+        o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, attn_impl)
+        return suffix_out(self.expert, xs, o, gate, cond)
+
 
 class LastJointLayer(JointLayer):
     """The last layer with the work whose result feeds nothing removed: the prefix only supplies K/V, so its q_proj,
@@ -526,10 +544,8 @@ class Pi05(nn.Module):
         mask = self.attn_mask(valid, xp.shape[1], impl)
         kv = []
         for i, layer in enumerate(self.layers):
-            q, k, v, _ = qkv(layer.vlm, xp, cos, sin, self.cfg.head_dim)
+            xp, k, v = layer.prefix_step(xp, cos, sin, mask, impl, last=i == len(self.layers) - 1)
             kv.append((k, v))
-            if i < len(self.layers) - 1:
-                xp = prefix_out(layer.vlm, xp, attention(q, k, v, mask, impl))
         return {'kv': kv, 'valid': valid}
 
     @torch.no_grad()
@@ -544,9 +560,7 @@ class Pi05(nn.Module):
         mask = self.attn_mask(valid, Lp, impl, q_start=Lp)
         xs, cond = self.action_in(x_t, t, self.compute_dtype)
         for layer, (kp, vp) in zip(self.layers, cache['kv']):
-            q, k, v, gate = qkv(layer.expert, xs, cos, sin, self.cfg.head_dim, cond)
-            o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, impl)
-            xs = suffix_out(layer.expert, xs, o, gate, cond)
+            xs = layer.denoise_step(xs, kp, vp, cond, cos, sin, mask, impl)
         return self.action_out(xs, cond)
 
     # --- accounting ---
@@ -634,6 +648,19 @@ def apply_compile(model, vision=True, backend='inductor', mode=None):
     kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
     units = list(model.layers) + [model.action_in, model.action_out] + (list(model.vision.encoder.layers) if vision else [])
     for unit in units:
+        unit.compile(**kw)
+    return model
+
+def compile_inference(model, backend='inductor', mode=None):
+    """Per-layer compile of sample_actions: the prefix step and the denoising step of a joint layer are each one
+    graph shared by all layers, each SigLIP layer and the two action heads one more (inference graphs of their own,
+    apart from the training forward's). With static shapes the whole sample loop can then be captured in a CUDA
+    graph (serve.py)."""
+    kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
+    for layer in model.layers:
+        layer.prefix_step = torch.compile(layer.prefix_step, **kw)
+        layer.denoise_step = torch.compile(layer.denoise_step, **kw)
+    for unit in list(model.vision.encoder.layers) + [model.action_in, model.action_out]:
         unit.compile(**kw)
     return model
 

@@ -289,6 +289,22 @@ def test_sample_actions_kv_cache_matches_joint_forward():
             t = t - 0.1
     assert_close(m.sample_actions(b, noise=x0), x, 'sample_actions vs Euler on the joint forward')
 
+def test_compiled_inference_matches_eager_sample_actions():
+    """model.compile_inference (what serve.GraphedSampler runs): the same actions, shared graphs, no breaks."""
+    from torch._dynamo.utils import counters
+    import torch._dynamo
+    cfg = replace(CFG, depth=6)
+    m, b = make_model(cfg), make_batch(cfg)
+    x0, _ = noise_time(cfg, seed=4)
+    ref = m.sample_actions(b, noise=x0)
+    torch._dynamo.reset()
+    counters.clear()
+    M.compile_inference(m, backend='aot_eager')
+    assert_close(m.sample_actions(b, noise=x0), ref, 'compiled inference vs eager sample_actions')
+    graphs = counters['stats']['unique_graphs']
+    # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
+    assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
+
 # -----------------------------------------------------------------------------
 # numerics of the building blocks
 

@@ -381,15 +381,38 @@ def newest_valid_checkpoint(out_dir, log_fn=print, master=True):
     return None
 
 
-def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last):
+def policy_info(cfg, meta, conf):
+    """What serving a checkpoint needs besides the weights (serve.Policy reads it from policy.json): the model
+    config, the cameras in slot order with their wrist flags, the prompt format and bucket, the native state and
+    action dims, the tokenizer. The normalization statistics travel as norm_stats.json next to it."""
+    from dataclasses import asdict
+    tok = meta.get('tokenizer')
+    if tok == 'words':
+        tokenizer = {'kind': 'words', 'vocab': meta['vocab']}
+    else:
+        tokenizer = {'kind': 'sentencepiece', 'file': 'tokenizer.model', 'source': tok}
+    return dict(format=1, model_name=conf['model_name'], model=asdict(cfg), prompt_format=conf['prompt_format'],
+                prompt_bucket=conf['prompt_bucket'], cameras=meta['cameras'], wrist=meta['wrist'],
+                state_dim=meta['state_dim'], action_dim=meta['action_dim'], fps=meta.get('fps'),
+                sample_steps=conf['sample_steps'], tokenizer=tokenizer, tasks=meta.get('tasks', []))
+
+
+def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, data_dir=None):
     """Write the files into a temporary directory, then manifest.json with their sizes, fsync, then rename the
     directory into place: a crash leaves either the whole checkpoint or none. Then delete all but the newest
-    keep_last."""
+    keep_last. policy (policy_info) and data_dir's stats.json and tokenizer make the checkpoint serve on its own."""
     final = os.path.join(out_dir, f'ckpt_{it}')
     tmp = os.path.join(out_dir, f'.tmp_ckpt_{it}')
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     M.save_pretrained(raw, tmp)  # model.safetensors in openpi's key format
+    if policy is not None:
+        with open(os.path.join(tmp, 'policy.json'), 'w') as f:
+            json.dump(policy, f, indent=1)
+        shutil.copyfile(os.path.join(data_dir, 'stats.json'), os.path.join(tmp, 'norm_stats.json'))
+        source = policy['tokenizer'].get('source')
+        if source and os.path.exists(source):
+            shutil.copyfile(source, os.path.join(tmp, 'tokenizer.model'))
     if ema_model is not None:
         M.save_pretrained(ema_model, os.path.join(tmp, 'ema.safetensors'))
     with open(os.path.join(tmp, 'state.pt'), 'wb') as f:
@@ -605,7 +628,8 @@ if __name__ == '__main__':
                          'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
-                path = save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last)
+                path = save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last,
+                                       policy_info(cfg, meta, config), data_dir)
                 log(f'saved {path}', log_path, master)
             if ddp:
                 dist.barrier()

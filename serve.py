@@ -1,0 +1,358 @@
+"""
+Serve a trained checkpoint over openpi's websocket policy protocol, so clients written for openpi (the
+`openpi-client` package's WebsocketClientPolicy, openpi's examples/libero/main.py) work unchanged.
+
+    python serve.py --ckpt=out/demo/ckpt_300                      # listens on 127.0.0.1:8000
+    python serve.py --ckpt=out/pi05_libero/ckpt_30000 --host=0.0.0.0 --api_key=secret   # other machines, with a key
+
+    from openpi_client import websocket_client_policy              # the robot or simulator side
+    client = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', 8000)
+    chunk = client.infer({'observation/image': img, 'observation/wrist_image': wrist,     # uint8 (H, W, 3)
+                          'observation/state': state, 'prompt': 'put the bowl on the plate'})['actions']
+
+The protocol (openpi's): on connect the server sends a msgpack metadata dict; every request is an observation dict
+packed with msgpack, numpy arrays as {__ndarray__, data, dtype, shape} maps; every reply is a dict with 'actions'
+(action horizon x the dataset's action dim, in its units) and timing fields, or, when a request fails, a string
+naming the problem (the server goes on serving). Requests of all clients are served one at a time.
+
+`Policy` does exactly the training-time preprocessing (resize with padding, uint8 -> [-1, 1], state normalisation,
+the checkpoint's prompt format and tokenizer) and unnormalises the actions; everything it needs is in the checkpoint
+directory train.py writes (policy.json, norm_stats.json, tokenizer.model), so a checkpoint copied alone serves.
+On a GPU, `GraphedSampler` compiles the inference layers and replays all of sample_actions (prefix pass and the
+10 denoising steps) as one CUDA graph per input shape.
+"""
+import hmac
+import json
+import os
+import threading
+import time
+import traceback
+from http import HTTPStatus
+
+import numpy as np
+import torch
+
+import data
+import model as M
+
+# -----------------------------------------------------------------------------
+# config (python serve.py --key=value)
+ckpt = ''                  # a checkpoint directory written by train.py (out_dir/ckpt_<iter>)
+weights = 'auto'           # 'auto' (ema.safetensors when there is one) | 'ema' | 'model' | 'init' (random weights)
+host = '127.0.0.1'         # 0.0.0.0 to accept other machines
+port = 8000
+api_key = ''               # if set, clients must send 'Authorization: Api-Key <key>' (openpi_client's api_key=)
+max_request_mb = 16        # larger requests close their connection
+keys = ''                  # observation keys, e.g. 'image=agentview,state=robot_state'; default observation/<camera>,
+                           # observation/state and prompt (openpi's LIBERO client)
+device = 'auto'            # 'auto' | 'cuda' | 'cpu'
+fast = True                # CUDA: compiled layers + CUDA graphs (first request of a new prompt length captures)
+noise_seed = -1            # >= 0: the same noise for every request (deterministic replies)
+# -----------------------------------------------------------------------------
+
+# msgpack with numpy arrays, in openpi_client's encoding (so both ends decode each other's messages)
+
+
+def _encode(obj):
+    if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in 'VOc':
+        raise TypeError(f'cannot send arrays of dtype {obj.dtype}')
+    if isinstance(obj, np.ndarray):
+        return {b'__ndarray__': True, b'data': np.ascontiguousarray(obj).tobytes(), b'dtype': obj.dtype.str,
+                b'shape': obj.shape}
+    if isinstance(obj, np.generic):
+        return {b'__npgeneric__': True, b'data': obj.item(), b'dtype': obj.dtype.str}
+    return obj
+
+
+def _decode(obj):
+    if b'__ndarray__' in obj:
+        return np.frombuffer(obj[b'data'], dtype=np.dtype(obj[b'dtype'])).reshape(obj[b'shape'])
+    if b'__npgeneric__' in obj:
+        return np.dtype(obj[b'dtype']).type(obj[b'data'])
+    return obj
+
+
+def packb(obj):
+    import msgpack
+    return msgpack.packb(obj, default=_encode)
+
+
+def unpackb(raw):
+    import msgpack
+    return msgpack.unpackb(raw, object_hook=_decode)
+
+# -----------------------------------------------------------------------------
+# the policy: checkpoint directory -> infer(observation) -> action chunk
+
+
+class ObservationError(ValueError):
+    """A request the policy cannot use; the message names the key and what is wrong."""
+
+
+def load_tokenizer(ckpt_dir, spec):
+    if spec['kind'] == 'words':
+        tok = data.WordTokenizer([])
+        tok.vocab, tok.ids = spec['vocab'], {w: i for i, w in enumerate(spec['vocab'])}
+        return tok
+    path = os.path.join(ckpt_dir, spec['file'])
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found: the checkpoint has no tokenizer (train.py copies the one "
+                                f"meta.json names, {spec.get('source')}); copy the tokenizer model there")
+    return data.load_tokenizer(path)
+
+
+class GraphedSampler:
+    """sample_actions replayed from a CUDA graph, one graph per input shape (batch size, camera slots, prompt
+    slots), captured on first use; with compile=True the inference layers are compiled first (model.compile_inference),
+    which cuts the kernels per call by about three. The graph reads its inputs from static buffers and writes its
+    output to a static buffer, so a call is: copy in, replay, copy out."""
+
+    def __init__(self, model, num_steps=10, compile=True):
+        self.model, self.num_steps, self.graphs = model, num_steps, {}
+        if compile:
+            M.compile_inference(model)
+
+    def capture(self, batch, noise):
+        static = {k: v.clone() for k, v in batch.items()}
+        static_noise = noise.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up (compilation, cuBLAS handles) outside the capture
+            for _ in range(2):
+                self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps)
+        return graph, static, static_noise, out
+
+    def __call__(self, batch, noise):
+        key = tuple((k, tuple(v.shape)) for k, v in sorted(batch.items())) + (tuple(noise.shape),)
+        if key not in self.graphs:
+            self.graphs[key] = self.capture(batch, noise)
+        graph, static, static_noise, out = self.graphs[key]
+        for k, v in batch.items():
+            static[k].copy_(v, non_blocking=True)
+        static_noise.copy_(noise, non_blocking=True)
+        graph.replay()
+        return out.clone()
+
+
+class Policy:
+    """A checkpoint directory served: infer(observation) -> {'actions': (H, action dim) in the dataset's units}.
+    weights: 'auto' (ema.safetensors if present, as openpi serves its EMA weights), 'ema', 'model', 'init' (fresh
+    random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides."""
+
+    def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None):
+        path = os.path.join(ckpt_dir, 'policy.json')
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} not found: --ckpt takes a checkpoint directory written by train.py "
+                                    f"(out_dir/ckpt_<iter>)")
+        with open(path) as f:
+            self.info = info = json.load(f)
+        self.ckpt_dir, self.device = ckpt_dir, torch.device(device)
+        self.cfg = M.Pi05Config(**info['model'])
+        self.stats = data.load_stats(os.path.join(ckpt_dir, 'norm_stats.json'))
+        self.tokenizer = load_tokenizer(ckpt_dir, info['tokenizer'])
+        if weights == 'auto':
+            weights = 'ema' if os.path.exists(os.path.join(ckpt_dir, 'ema.safetensors')) else 'model'
+        self.weights = weights
+        cuda = self.device.type == 'cuda'
+        init = None if weights == 'init' else os.path.join(ckpt_dir, f"{'ema' if weights == 'ema' else 'model'}.safetensors")
+        if init is None:
+            torch.manual_seed(0)  # 'init' weights are the same every time
+        self.model = M.build(self.cfg, self.device, attn='sdpa', compute_dtype=torch.bfloat16 if cuda else torch.float32,
+                             init_from=init)
+        if cuda:  # bf16 weights for serving, except those openpi keeps in fp32
+            self.model.set_param_dtype(torch.bfloat16)
+        self.model.eval().requires_grad_(False)
+        self.keys = {c: f'observation/{c}' for c in info['cameras']}
+        self.keys.update(state='observation/state', prompt='prompt', **(keys or {}))
+        self.noise_seed = noise_seed
+        self.sampler = GraphedSampler(self.model, info['sample_steps']) if fast and cuda else None
+
+    def metadata(self):
+        i = self.info
+        return dict(model_name=i['model_name'], action_horizon=self.cfg.action_horizon, action_dim=i['action_dim'],
+                    cameras=i['cameras'], observation_keys=self.keys, prompt_format=i['prompt_format'],
+                    checkpoint=os.path.abspath(self.ckpt_dir), weights=self.weights)
+
+    def _image(self, obs, camera):
+        key = self.keys[camera]
+        if key not in obs:
+            raise ObservationError(f"missing key {key!r} (camera {camera!r}); the request has {sorted(obs)}")
+        a = np.asarray(obs[key])
+        if a.ndim == 3 and a.shape[0] == 3 and a.shape[-1] != 3:
+            a = a.transpose(1, 2, 0)  # CHW, as LeRobot stores frames
+        if a.ndim != 3 or a.shape[-1] != 3 or min(a.shape[:2]) < 1:
+            raise ObservationError(f"{key}: expected an image (H, W, 3), got shape {a.shape}")
+        if a.dtype != np.uint8:
+            if a.dtype.kind != 'f':
+                raise ObservationError(f"{key}: expected uint8 or float in [0, 1], got {a.dtype}")
+            a = (255 * a).astype(np.uint8)  # openpi's LiberoInputs convention for float frames
+        return data.resize_with_pad(np.ascontiguousarray(a), self.cfg.image_size).transpose(2, 0, 1)
+
+    def _tokens(self, obs):
+        i = self.info
+        prompt = obs.get(self.keys['prompt'])
+        if not isinstance(prompt, str):
+            raise ObservationError(f"missing key {self.keys['prompt']!r} (the task instruction, a string); "
+                                   f"the request has {sorted(obs)}")
+        state = None
+        if i['prompt_format'] == 'pi05':
+            key = self.keys['state']
+            if key not in obs:
+                raise ObservationError(f"missing key {key!r} (the robot state, {i['state_dim']} values)")
+            s = np.asarray(obs[key], np.float32).reshape(-1)
+            if s.shape[0] != i['state_dim']:
+                raise ObservationError(f"{key}: expected {i['state_dim']} state values, got {s.shape[0]}")
+            st = self.stats['state']
+            state = data.normalize(s, st['q01'], st['q99'])
+        ids = data.encode_prompt(self.tokenizer, prompt, state)[:self.cfg.max_token_len]
+        bucket = i['prompt_bucket'] or self.cfg.max_token_len  # padded to the training bucket: few shapes
+        return ids, min(self.cfg.max_token_len, -(-len(ids) // bucket) * bucket)
+
+    def prepare(self, observations):
+        """A list of observation dicts -> the model's batch on the device (prompts padded to a common bucket)."""
+        images = np.stack([np.stack([self._image(o, c) for c in self.info['cameras']]) for o in observations])
+        tokens = [self._tokens(o) for o in observations]
+        L = max(n for _, n in tokens)
+        ids, mask = np.zeros((len(tokens), L), np.int64), np.zeros((len(tokens), L), bool)
+        for j, (t, _) in enumerate(tokens):
+            ids[j, :len(t)], mask[j, :len(t)] = t, True
+        batch = dict(images=torch.from_numpy(images), image_mask=torch.ones(images.shape[:2], dtype=torch.bool),
+                     tokens=torch.from_numpy(ids), token_mask=torch.from_numpy(mask))
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    @torch.no_grad()
+    def infer_batch(self, observations):
+        t0 = time.perf_counter()
+        batch = self.prepare(observations)
+        B = len(observations)
+        gen = None if self.noise_seed is None else torch.Generator(self.device).manual_seed(self.noise_seed)
+        noise = torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim, device=self.device, generator=gen)
+        if self.sampler is not None:
+            x = self.sampler(batch, noise)
+        else:
+            x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'])
+        a = self.stats['actions']
+        actions = data.unnormalize(x.float().cpu().numpy(), a['q01'], a['q99'])[..., :self.info['action_dim']]
+        ms = (time.perf_counter() - t0) * 1e3
+        return [{'actions': actions[j].astype(np.float32), 'policy_timing': {'infer_ms': ms}} for j in range(B)]
+
+    def infer(self, obs):
+        return self.infer_batch([obs])[0]
+
+# -----------------------------------------------------------------------------
+# the websocket server and a client
+
+
+class PolicyServer:
+    """openpi's policy-server protocol over websockets: metadata on connect, msgpack requests and replies, a
+    string reply for a failed request (and the connection stays open), `Authorization: Api-Key` checked when an
+    api_key is set, GET /healthz answered. Each connection has its own thread; one lock serialises inference, so
+    clients are served one request at a time and every reply goes to the connection that asked."""
+
+    def __init__(self, policy, host='127.0.0.1', port=8000, api_key='', max_request_mb=16):
+        self.policy, self.host, self.requested_port, self.api_key = policy, host, port, api_key
+        self.max_size = int(max_request_mb * 2 ** 20)
+        self.lock, self.server, self.thread = threading.Lock(), None, None
+
+    def _process_request(self, connection, request):
+        if request.path == '/healthz':
+            return connection.respond(HTTPStatus.OK, 'OK\n')
+        if self.api_key:
+            sent = request.headers.get('Authorization', '')
+            if not hmac.compare_digest(sent.encode(), f'Api-Key {self.api_key}'.encode()):
+                return connection.respond(HTTPStatus.UNAUTHORIZED, 'missing or wrong api key\n')
+        return None
+
+    def _handle(self, connection):
+        from websockets.exceptions import ConnectionClosed
+        try:
+            connection.send(packb(self.policy.metadata()))
+            prev_total = None
+            for message in connection:
+                t0 = time.monotonic()
+                try:
+                    if isinstance(message, str):
+                        raise ObservationError('expected a binary msgpack frame, got text')
+                    obs = unpackb(message)
+                    if not isinstance(obs, dict):
+                        raise ObservationError(f'expected an observation dict, got {type(obs).__name__}')
+                    if '__ctrl__' in obs:  # newer openpi clients announce episodes; nothing to do here
+                        connection.send(packb({'__ack__': obs['__ctrl__']}))
+                        continue
+                    with self.lock:
+                        t1 = time.monotonic()
+                        reply = self.policy.infer(obs)
+                        infer_ms = (time.monotonic() - t1) * 1e3
+                    reply['server_timing'] = {'infer_ms': infer_ms, **({'prev_total_ms': prev_total} if prev_total else {})}
+                    connection.send(packb(reply))
+                except ConnectionClosed:
+                    raise
+                except ObservationError as err:
+                    connection.send(f'bad request: {err}')
+                except Exception as err:  # report, keep serving
+                    connection.send(f'server error: {type(err).__name__}: {err}\n{traceback.format_exc()}')
+                prev_total = (time.monotonic() - t0) * 1e3
+        except ConnectionClosed:
+            pass
+
+    def start(self):
+        """Listen in a background thread; returns self (self.port is the port bound, also when 0 was asked)."""
+        from websockets.sync.server import serve
+        self.server = serve(self._handle, self.host, self.requested_port, compression=None, max_size=self.max_size,
+                            process_request=self._process_request)
+        self.port = self.server.socket.getsockname()[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.thread.join()
+            self.server = None
+
+
+class Client:
+    """The client side of the protocol (the same messages as openpi_client.WebsocketClientPolicy)."""
+
+    def __init__(self, host='127.0.0.1', port=8000, api_key=None):
+        from websockets.sync.client import connect
+        headers = {'Authorization': f'Api-Key {api_key}'} if api_key else None
+        self.ws = connect(host if host.startswith('ws') else f'ws://{host}:{port}', compression=None, max_size=None,
+                          additional_headers=headers)
+        self.metadata = unpackb(self.ws.recv())
+
+    def infer(self, obs):
+        self.ws.send(packb(obs))
+        reply = self.ws.recv()
+        if isinstance(reply, str):
+            raise RuntimeError(f'policy server: {reply}')
+        return unpackb(reply)
+
+    def close(self):
+        self.ws.close()
+
+
+if __name__ == '__main__':
+    exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
+    if not ckpt:
+        raise SystemExit('serve.py: pass --ckpt=<a checkpoint directory written by train.py, e.g. out/demo/ckpt_300>')
+    dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
+    overrides = dict(kv.split('=', 1) for kv in keys.split(',')) if keys else {}
+    t0 = time.perf_counter()
+    try:
+        policy = Policy(ckpt, dev, weights, fast=fast, noise_seed=noise_seed if noise_seed >= 0 else None, keys=overrides)
+    except (FileNotFoundError, M.CheckpointError, data.DataError) as err:
+        raise SystemExit(f'serve.py: {err}')
+    print(f"loaded {ckpt} ({policy.weights} weights) on {dev} in {time.perf_counter() - t0:.1f} s; "
+          f"observation keys {policy.keys}")
+    server = PolicyServer(policy, host, port, api_key, max_request_mb).start()
+    print(f"serving on ws://{host}:{server.port}" + (' (api key required)' if api_key else ''), flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        server.stop()

@@ -1,0 +1,226 @@
+"""
+Tests of serve.py and eval.py on the CPU: a checkpoint of the tiny model serves on its own, the policy's
+preprocessing is the training pipeline's, openpi's own client (the `openpi-client` package) talks to the server,
+bad requests get an error string and the server goes on, the api key is enforced, concurrent clients get their own
+replies, the simulator replays the dataset and the closed loop succeeds with an expert and fails at random.
+Servers bind 127.0.0.1 on a free port and every test stops what it starts.
+
+    python -m pytest -q test_serve.py
+"""
+import os
+import runpy
+import shutil
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import data
+import eval as evaluation
+import serve
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """A 3-iteration tiny run on a synthetic dataset: (checkpoint directory, data directory)."""
+    root = tmp_path_factory.mktemp('serve')
+    data.make_synthetic(str(root / 'data'), episodes=12, image_size=28, seed=0, max_token_len=24)
+    argv = sys.argv
+    sys.argv = ['train.py', '--model_name=tiny', f'--data_dir={root / "data"}', f'--out_dir={root / "out"}',
+                '--device=cpu', '--attn=eager', '--compile=False', '--max_iters=3', '--micro_batch=4',
+                '--eval_interval=0', '--ckpt_interval=0', '--learning_rate=1e-3', '--warmup_iters=1', '--ema=True']
+    try:
+        runpy.run_path(os.path.join(ROOT, 'train.py'), run_name='__main__')
+    finally:
+        sys.argv = argv
+    return str(root / 'out' / 'ckpt_3'), str(root / 'data')
+
+
+def frame_obs(data_dir, f):
+    """The observation a robot would send for dataset frame f: HWC uint8 frames, the raw state, the task."""
+    meta = data.check_prepared(data_dir)
+    ims = [np.load(os.path.join(data_dir, f'images_{c}.npy'), mmap_mode='r') for c in range(2)]
+    state = np.load(os.path.join(data_dir, 'state.npy'))
+    task = meta['tasks'][np.load(os.path.join(data_dir, 'task_index.npy'))[f]]
+    return {'observation/image': np.array(ims[0][f].transpose(1, 2, 0)),
+            'observation/wrist_image': np.array(ims[1][f].transpose(1, 2, 0)),
+            'observation/state': state[f], 'prompt': task}
+
+
+@pytest.fixture
+def server(trained):
+    srv = serve.PolicyServer(serve.Policy(trained[0], noise_seed=0), '127.0.0.1', 0).start()
+    yield srv
+    srv.stop()
+
+
+def test_policy_preprocessing_is_the_training_pipeline(trained):
+    """Policy.prepare on a robot-style observation of dataset frames == the loader's batch of those frames, and
+    the actions are sample_actions on that batch unnormalised to the dataset's units and dims."""
+    ckpt, d = trained
+    pol = serve.Policy(ckpt, noise_seed=0)
+    ld = data.Loader(d, 'all', 3, 1, prefetch=0, horizon=pol.cfg.action_horizon, token_len=pol.cfg.max_token_len,
+                     prompt_bucket=pol.info['prompt_bucket'])
+    mb, frames = ld.get(0)[0], ld.indices(0)[:3]
+    batch = pol.prepare([frame_obs(d, f) for f in frames])
+    for k in ('images', 'image_mask', 'tokens', 'token_mask'):
+        assert torch.equal(batch[k], mb[k]), f'{k}: policy {batch[k].shape} vs loader {mb[k].shape}'
+    noise = torch.randn(3, pol.cfg.action_horizon, pol.cfg.action_dim, generator=torch.Generator().manual_seed(0))
+    want = ld.unnormalize_actions(pol.model.sample_actions(mb, noise=noise).numpy())
+    got = np.stack([r['actions'] for r in pol.infer_batch([frame_obs(d, f) for f in frames])])
+    assert got.shape == (3, pol.cfg.action_horizon, 7) and np.allclose(got, want, atol=1e-5), np.abs(got - want).max()
+
+
+def test_a_checkpoint_copied_alone_serves(trained, tmp_path):
+    ckpt, d = trained
+    alone = tmp_path / 'ckpt'
+    shutil.copytree(ckpt, alone)
+    assert {'policy.json', 'norm_stats.json', 'ema.safetensors'} <= set(os.listdir(alone))
+    obs = frame_obs(d, 5)
+    a, b = serve.Policy(str(alone), noise_seed=0).infer(obs), serve.Policy(ckpt, noise_seed=0).infer(obs)
+    assert np.array_equal(a['actions'], b['actions'])
+    assert serve.Policy(str(alone), weights='model').weights == 'model' and serve.Policy(str(alone)).weights == 'ema'
+
+
+def test_openpi_client_gets_the_policys_replies(trained, server):
+    websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
+    ckpt, d = trained
+    client = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', server.port)
+    try:
+        meta = client.get_server_metadata()
+        assert meta['action_horizon'] == 5 and meta['action_dim'] == 7 and meta['cameras'] == ['image', 'wrist_image']
+        local = serve.Policy(ckpt, noise_seed=0)
+        for f in (0, 7):
+            reply = client.infer(frame_obs(d, f))
+            assert np.array_equal(reply['actions'], local.infer(frame_obs(d, f))['actions']), f'frame {f}'
+            assert reply['actions'].dtype == np.float32 and reply['server_timing']['infer_ms'] > 0
+        bad = frame_obs(d, 0)
+        del bad['observation/wrist_image']
+        with pytest.raises(RuntimeError, match="bad request: missing key 'observation/wrist_image'"):
+            client.infer(bad)
+        with pytest.raises(RuntimeError, match=r"observation/image: expected an image \(H, W, 3\), got shape \(28, 28\)"):
+            client.infer(dict(frame_obs(d, 0), **{'observation/image': np.zeros((28, 28), np.uint8)}))
+        with pytest.raises(RuntimeError, match='expected 3 state values, got 2'):
+            client.infer(dict(frame_obs(d, 0), **{'observation/state': np.zeros(2, np.float32)}))
+        assert np.array_equal(client.infer(frame_obs(d, 7))['actions'], local.infer(frame_obs(d, 7))['actions']), \
+            'the server must go on serving after bad requests'
+    finally:
+        client._ws.close()
+
+
+def test_api_key_is_enforced(trained):
+    websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
+    from websockets.exceptions import InvalidStatus
+    srv = serve.PolicyServer(serve.Policy(trained[0]), '127.0.0.1', 0, api_key='s3cret').start()
+    try:
+        for key in (None, 'wrong'):
+            with pytest.raises(InvalidStatus, match='401'):
+                websocket_client_policy.WebsocketClientPolicy('127.0.0.1', srv.port, api_key=key)
+        ok = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', srv.port, api_key='s3cret')
+        assert ok.infer(frame_obs(trained[1], 1))['actions'].shape == (5, 7)
+        ok._ws.close()
+    finally:
+        srv.stop()
+
+
+def test_concurrent_clients_get_their_own_replies(trained, server):
+    ckpt, d = trained
+    local = serve.Policy(ckpt, noise_seed=0)
+    frames = {0: [0, 3, 6, 9], 1: [1, 4, 7, 10], 2: [2, 5, 8, 11]}
+    want = {f: local.infer(frame_obs(d, f))['actions'] for fs in frames.values() for f in fs}
+    got, errors = {}, []
+
+    def run(fs):
+        try:
+            client = serve.Client('127.0.0.1', server.port)
+            for f in fs:
+                got[f] = client.infer(frame_obs(d, f))['actions']
+            client.close()
+        except Exception as err:  # surfaced below
+            errors.append(err)
+    threads = [threading.Thread(target=run, args=(fs,)) for fs in frames.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and sorted(got) == sorted(want), (errors, sorted(got))
+    mixed = [f for f in want if not np.array_equal(got[f], want[f])]
+    assert not mixed, f'replies of frames {mixed} are not their own'
+
+
+def test_simulator_replays_a_dataset_episode(trained):
+    """Scene (eval.py's simulator) stepped with a dataset episode's actions reproduces its frames and states."""
+    import json
+    d = trained[1]
+    info = json.load(open(os.path.join(d, 'synthetic.json')))['episodes']
+    starts = np.load(os.path.join(d, 'episode_starts.npy'))
+    ims = [np.load(os.path.join(d, f'images_{c}.npy')) for c in range(2)]
+    state, actions = np.load(os.path.join(d, 'state.npy')), np.load(os.path.join(d, 'actions.npy'))
+    for e in (0, 5):
+        ep = info[e]
+        scene = data.Scene(ep['objects'], ep['target'], ep['grip'])
+        for i in range(starts[e], starts[e + 1]):
+            views = scene.images(28)
+            assert np.array_equal(views[0], ims[0][i]) and np.array_equal(views[1], ims[1][i]), f'episode {e} frame {i}'
+            assert np.array_equal(scene.state(), state[i]), (scene.state(), state[i])
+            scene.step(actions[i])
+        assert scene.success(), f'the expert episode {e} must end in success'
+
+
+def test_closed_loop_expert_succeeds_and_random_actions_fail():
+    keys = {'image': 'observation/image', 'wrist_image': 'observation/wrist_image', 'state': 'observation/state',
+            'prompt': 'prompt'}
+    successes = []
+    for e in range(10):
+        scene = data.Scene.random(np.random.default_rng([1000, e]))
+
+        def expert(obs, scene=scene):  # privileged: plans a chunk on a copy of the scene as it is now
+            sim = data.Scene(scene.objects, scene.target, scene.grip)
+            sim.closed, chunk = scene.closed, []
+            for _ in range(10):
+                chunk.append(sim.expert_action())
+                sim.step(chunk[-1])
+            return {'actions': np.array(chunk)}
+        ok, steps, dist, frames, path = evaluation.synthetic_episode(expert, scene, keys, 32, 5, 60)
+        successes.append(ok)
+        assert len(frames) == steps + 1 and len(path) == steps + 1
+    assert all(successes), successes
+    rng = np.random.default_rng(0)
+    random_rows = evaluation.run_synthetic(lambda obs: {'actions': rng.uniform(-1, 1, (10, 7))}, keys, 20, size=32,
+                                           progress=False)
+    assert np.mean([r['success'] for r in random_rows]) <= 0.2, [r['success'] for r in random_rows]
+
+
+def test_eval_script_end_to_end_writes_csv_and_plot(trained, tmp_path):
+    pytest.importorskip('matplotlib')
+    argv = sys.argv
+    sys.argv = ['eval.py', f'--ckpt={trained[0]}', '--episodes=3', '--max_steps=8', '--image_size=28',
+                f'--out_dir={tmp_path}', '--device=cpu', '--strip=2']
+    try:
+        runpy.run_path(os.path.join(ROOT, 'eval.py'), run_name='__main__')
+    finally:
+        sys.argv = argv
+    rows = (tmp_path / 'episodes.csv').read_text().splitlines()
+    assert rows[0] == 'episode,task,success,steps,distance' and len(rows) == 4, rows
+    assert (tmp_path / 'episodes.png').stat().st_size > 1000
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
+class TestGPU:
+    def test_cuda_graph_replay_matches_direct_calls(self, trained):
+        pol = serve.Policy(trained[0], 'cuda', noise_seed=0)
+        batch = pol.prepare([frame_obs(trained[1], f) for f in (0, 1)])
+        noise = torch.randn(2, pol.cfg.action_horizon, 32, device='cuda')
+        ref = pol.model.sample_actions(batch, noise=noise)
+        plain = serve.GraphedSampler(pol.model, compile=False)
+        assert torch.equal(plain(batch, noise), ref), 'replaying the eager kernels must give identical actions'
+        fast = serve.GraphedSampler(pol.model)  # compiled layers: fused kernels, bf16 rounding differs
+        got = fast(batch, noise)
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'
+        other = torch.randn_like(noise)
+        assert not torch.equal(fast(batch, other), got), 'the graph must read its inputs anew on every call'
