@@ -8,6 +8,7 @@ Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one 
     python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
     python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
     python bench.py --infer=True                      # sample_actions latency (batch 1) and throughput (8, 32)
+    python bench.py --fit=True                        # what fits 80 / 48 / 24 GB GPUs: setting, speed, peak vs predicted
 
 Every row builds the model and optimizer with train.py's own functions (build_model, wrap_model, make_optimizer)
 and times train.py's train_step, so the numbers are those of the trainer; the switches that only rebuild the
@@ -46,6 +47,7 @@ fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (trai
 compare = ''               # 'fp8' | 'fp32': loss curves of the default row and this precision, same init and batches
 compare_steps = 500
 infer = False              # inference: eager sample_actions vs compiled layers + CUDA graph (serve.GraphedSampler)
+fit = False                # for 80, 48 and 24 GB GPUs, the setting train.plan_fit chooses, run under that memory cap
 infer_calls = 100          # timed calls per inference row
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
 tasks_file = os.path.join(HERE, 'assets', 'libero_tasks.tsv')
@@ -67,15 +69,15 @@ LADDER = [  # (short name, row label, change); each row adds one change to the r
     ('prompt', '+ prompt-padding pruning', dict(prompt_bucket=32)),
     ('waste', '+ waste removals', dict(skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)),
     ('vision', '+ compiled SigLIP layers', dict(compile_vision=True)),
+    ('sdpa', '+ cuDNN attention (sdpa) instead of flex', dict(attn='sdpa')),
     ('default', 'default: fp32 master weights', dict(param_dtype='float32')),
     ('fp8', '+ fp8', dict(fp8=True)),
 ]
 VARIANTS = {  # single changes to the default row, for decisions: --rows=default,norecompute,sdpa
     'bf16': ('default with param_dtype=bfloat16', dict(param_dtype='bfloat16')),
     'norecompute': ('default with recompute=none', dict(recompute='none')),
-    'sdpa': ('default with attn=sdpa', dict(attn='sdpa')),
+    'flexattn': ('default with attn=flex', dict(attn='flex')),
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
-    'sdpanorecompute': ('default with attn=sdpa, recompute=none', dict(attn='sdpa', recompute='none')),
 }
 
 
@@ -130,31 +132,34 @@ def free_memory():
         torch.cuda.reset_peak_memory_stats()
 
 
-def setup_row(settings, batches, device, **cfg_overrides):
-    """Model, optimizer and prepared batches of one row, built as train.py builds them, with REFERENCE's switches
-    applied. Returns (model, raw, optimizer, conf, prepared batches, wrist flags, host_syncs)."""
+def setup_row(settings, batches, device, grad_accum=1, **cfg_overrides):
+    """Model, optimizer and prepared steps of one row, built as train.py builds them, with REFERENCE's switches
+    applied; each step is grad_accum micro-batches of batch_size / grad_accum samples. Returns (model, raw,
+    optimizer, conf, steps, wrist flags, host_syncs)."""
     s = dict(settings)
     ref = {k: s.pop(k, v) for k, v in REFERENCE.items()}
     if device == 'cpu' and s.get('attn') == 'flex':
         s['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
-    conf = dict(train.default_config(), model_name=model_name, micro_batch=batch_size, grad_accum=1, init_from='scratch', **s)
+    B = batch_size // grad_accum
+    conf = dict(train.default_config(), model_name=model_name, micro_batch=B, grad_accum=grad_accum, init_from='scratch', **s)
     trimmed = [data.trim_batch(b, conf['prompt_bucket'], cameras=ref['prune_cameras']) for b in batches]
     kept = trimmed[0][1]
     raw = train.build_model(conf, device, skip_unused=ref['skip_unused'], batched_vision=ref['batched_vision'], **cfg_overrides)
     model = train.wrap_model(raw, conf, device, cameras=len(kept))
     opt = train.make_optimizer(raw, conf, fused=ref['fused_adamw'])
-    prepared = [train.to_device(b, device) for b, _ in trimmed]
-    return model, raw, opt, conf, prepared, [data.is_wrist(CAMERAS[i]) for i in kept], ref['host_syncs']
+    steps = [[train.to_device({k: v[j * B:(j + 1) * B] for k, v in b.items()}, device) for j in range(grad_accum)]
+             for b, _ in trimmed]
+    return model, raw, opt, conf, steps, [data.is_wrist(CAMERAS[i]) for i in kept], ref['host_syncs']
 
 
-def run_row(label, settings, batches, peak, device, profile_step=False):
+def run_row(label, settings, batches, peak, device, profile_step=False, grad_accum=1):
     """Build the row, run warmup + steps of train_step, return the measurements (and profile one more step)."""
     free_memory()
     t0 = time.time()
-    model, raw, opt, conf, prepared, wrist, host_syncs = setup_row(settings, batches, device)
-    flops = raw.estimate_flops(prepared[0])
+    model, raw, opt, conf, prepared, wrist, host_syncs = setup_row(settings, batches, device, grad_accum)
+    flops = sum(raw.estimate_flops(mb) for mb in prepared[0])
     gen = torch.Generator(device=device).manual_seed(seed)
-    step = lambda i: train.train_step(model, raw, opt, [prepared[i % len(prepared)]], conf, 1e-5, gen, wrist)
+    step = lambda i: train.train_step(model, raw, opt, prepared[i % len(prepared)], conf, 1e-5, gen, wrist)
     timer, marks = Timer(device), []
     for i in range(warmup + steps):
         start = timer.mark()
@@ -177,7 +182,7 @@ def run_row(label, settings, batches, peak, device, profile_step=False):
                                         row_limit=25, max_name_column_width=90))
     mem = torch.cuda.max_memory_allocated() / 2 ** 30 if device == 'cuda' else float('nan')
     res = dict(row=label, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
-               peak_gib=mem, setup_s=setup_s, tokens=prepared[0]['tokens'].shape[1], loss=float(loss))
+               peak_gib=mem, setup_s=setup_s, tokens=prepared[0][0]['tokens'].shape[1], loss=float(loss))
     del model, raw, opt
     return res
 
@@ -241,6 +246,7 @@ def fp8_keep_list(named, batches, device):
         free_memory()
         settings = dict(named['default'][1], fp8=precision == 'fp8', fp8_keep_list='')
         model, raw, opt, conf, prepared, wrist, _ = setup_row(settings, batches, device)
+        prepared = [p[0] for p in prepared]
         if precision == 'bf16':  # shapes per Linear, from an eager pass of the unconverted model
             rows = fp8.linear_rows(M.build(raw.cfg, device, compute_dtype=raw.compute_dtype), prepared[0])
             sig_to_group, groups = fp8.gemm_groups(raw, rows)
@@ -403,6 +409,43 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     return rows
 
 
+FIT_GPUS = {'80 GB (A100, H100)': 79.1, '48 GB (RTX 6000 Ada, A6000)': 47.5, '24 GB (RTX 4090)': 23.6}  # GiB torch reports
+FIT_PRECISIONS = [dict(param_dtype='float32'), dict(param_dtype='bfloat16'),  # the first that fits is taken
+                  dict(param_dtype='float32', lora=True), dict(param_dtype='bfloat16', lora=True)]
+
+
+def fit_table(named, batches, peak, device):
+    """For each GPU size: the precision (default first), micro-batch and recompute train.plan_fit chooses, run on
+    this GPU capped to that size (torch.cuda.set_per_process_memory_fraction), with predicted and measured peaks."""
+    total = torch.cuda.get_device_properties(0).total_memory / train.GIB
+    lines = ['| GPU | setting | samples/s | predicted peak GiB | measured peak GiB | error |', '|---|---|---|---|---|---|']
+    for gpu_name, gib in FIT_GPUS.items():
+        for precision in FIT_PRECISIONS:
+            conf = dict(train.default_config(), model_name=model_name, micro_batch='auto', recompute='auto', ema=False,
+                        **precision)
+            try:
+                B, accum, rc, plan = train.plan_fit(conf, gib)
+                break
+            except SystemExit:
+                continue
+        setting = (f"{'LoRA, ' if precision.get('lora') else ''}param_dtype={precision['param_dtype']}, micro_batch {B} "
+                   f"x grad_accum {accum}, recompute={rc!r}")
+        free_memory()
+        torch.cuda.set_per_process_memory_fraction(min(1.0, gib / total))
+        try:
+            r = run_row(f'{gpu_name}: {setting}', dict(named['default'][1], recompute=rc, **precision), batches, peak,
+                        device, grad_accum=accum)
+            measured = f"{r['peak_gib']:.1f} | {100 * (plan['peak'] - r['peak_gib']) / r['peak_gib']:+.1f}%"
+            speed = f"{r['samples_s']:.1f}"
+        except torch.OutOfMemoryError:
+            measured, speed = 'out of memory | ', '-'
+        finally:
+            torch.cuda.set_per_process_memory_fraction(1.0)
+        lines.append(f"| {gpu_name} | {setting} | {speed} | {plan['peak']:.1f} | {measured} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def table(results):
     lines = ['| setting | ms/step | samples/s | TFLOP/s | MFU | peak GiB | prompt slots | setup s |',
              '|---|---|---|---|---|---|---|---|']
@@ -465,6 +508,9 @@ if __name__ == '__main__':
     peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
     print(f"{gpu} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
           f"prompt lengths {min(lengths)}-{max(lengths)} tokens ({'tokenizer' if tokenizer else 'estimate'})", flush=True)
+    if fit:
+        print('\n'.join(fit_table(named, batches, peak, device)))
+        raise SystemExit
     active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
     if recompute_table:
         active += recompute_rows(named, active)

@@ -546,18 +546,17 @@ class Pi05(nn.Module):
         for i, layer in enumerate(self.layers):
             xp, k, v = layer.prefix_step(xp, cos, sin, mask, impl, last=i == len(self.layers) - 1)
             kv.append((k, v))
-        return {'kv': kv, 'valid': valid}
+        # what every denoising step shares: suffix positions follow the valid prefix; the action queries' mask
+        B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
+        cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
+        impl = self.attn_impl(actions_only=True, inference=True)
+        mask = self.attn_mask(torch.cat([valid, valid.new_ones(B, H)], 1), Lp, impl, q_start=Lp)
+        return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
 
     @torch.no_grad()
     def denoise(self, cache, x_t, t):
         """Velocity from a suffix-only pass attending to the cached prefix K/V (exactly the joint forward's)."""
-        valid_p = cache['valid']
-        B, Lp, H = valid_p.shape[0], valid_p.shape[1], x_t.shape[1]
-        valid = torch.cat([valid_p, valid_p.new_ones(B, H)], 1)
-        pos = valid_p.sum(1, keepdim=True) + torch.arange(H, device=x_t.device)  # suffix positions follow the valid prefix
-        cos, sin = rope_tables(pos, self.cfg.head_dim)
-        impl = self.attn_impl(actions_only=True, inference=True)
-        mask = self.attn_mask(valid, Lp, impl, q_start=Lp)
+        (cos, sin), mask, impl = cache['rope'], cache['mask'], cache['impl']
         xs, cond = self.action_in(x_t, t, self.compute_dtype)
         for layer, (kp, vp) in zip(self.layers, cache['kv']):
             xs = layer.denoise_step(xs, kp, vp, cond, cos, sin, mask, impl)
@@ -665,6 +664,67 @@ def compile_inference(model, backend='inductor', mode=None):
     return model
 
 # -----------------------------------------------------------------------------
+# LoRA (openpi's gemma_2b_lora / gemma_300m_lora variants)
+
+LORA_RANKS = {'vlm': (16, 16.0), 'expert': (32, 32.0)}  # (rank, alpha) per stream, as openpi's gemma.get_config
+LORA_TARGETS = ('self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.o_proj',
+                'mlp.gate_proj', 'mlp.up_proj', 'mlp.down_proj')  # openpi: the attention and FFN einsums
+
+
+class LoRALinear(Linear):
+    """y = x W^T + (x A^T) B^T * alpha / rank, the base weight frozen; B starts at zero, so training starts exactly
+    at the base model (openpi lora.py: A normal(0.01), B zeros)."""
+    def forward(self, x):
+        return super().forward(x) + F.linear(F.linear(x, self.lora_A.to(x.dtype)), self.lora_B.to(x.dtype)) * self.lora_scale
+
+    def merged_weight(self):
+        """W + B A alpha / rank in fp32 (a bf16 base would round most of a small update away)."""
+        return self.weight.float() + (self.lora_B.float() @ self.lora_A.float()) * self.lora_scale
+
+
+def apply_lora(model, ranks=LORA_RANKS, base_dtype=torch.bfloat16):
+    """openpi's LoRA fine-tuning: adapters on both Gemma streams' attention and MLP projections, every other
+    weight of the two streams frozen (its freeze filter: all `llm` parameters but the LoRA ones) and cast to
+    base_dtype; SigLIP, the projector and the action/time heads stay trainable as openpi leaves them. In place,
+    before fp8/recompute/compile; returns the adapter names."""
+    for name, m in model.named_modules():
+        if name.startswith('layers.') or name in ('embed_tokens', 'vlm_norm', 'action_out.norm') or name.startswith('action_out.norm.'):
+            for p in m.parameters(recurse=False):
+                p.requires_grad_(False)
+                p.data = p.data.to(base_dtype)
+    names = []
+    unused = {id(p) for p in model.unused_parameters()}
+    for i, layer in enumerate(model.layers):
+        for stream in ('vlm', 'expert'):
+            rank, alpha = ranks[stream]
+            for target in LORA_TARGETS:
+                lin = getattr(layer, stream).get_submodule(target)
+                if id(lin.weight) in unused:  # the last layer's prefix q/o/mlp never run
+                    continue
+                lin.__class__ = LoRALinear
+                dev = lin.weight.device
+                lin.lora_A = nn.Parameter(torch.randn(rank, lin.in_features, device=dev) * 0.01)
+                lin.lora_B = nn.Parameter(torch.zeros(lin.out_features, rank, device=dev))
+                lin.lora_scale = alpha / rank
+                names.append(f'layers.{i}.{stream}.{target}')
+    return names
+
+
+def merged_state_dict(model):
+    """The model's state dict with every LoRA adapter folded into its base weight (no lora_* keys): what
+    save_pretrained writes for a LoRA run, an ordinary openpi-format checkpoint."""
+    sd = {k: v for k, v in model.state_dict().items() if '.lora_' not in k}
+    for name, m in model.named_modules():
+        if isinstance(m, LoRALinear):
+            sd[name + '.weight'] = m.merged_weight().detach()
+    return sd
+
+
+def lora_state_dict(model):
+    """What a LoRA run trains, alone: the adapters and every other trainable parameter (adapters.safetensors)."""
+    return {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+
+# -----------------------------------------------------------------------------
 # checkpoints: openpi / LeRobot key names, safetensors files
 
 
@@ -692,10 +752,10 @@ def to_openpi_key(k):
 
 
 def openpi_state_dict(model, dtype=None):
-    """Our weights under openpi's key names, with the tied embedding stored as openpi stores it, and a zero expert
-    lm_head so openpi's strict load_model accepts the file."""
+    """Our weights under openpi's key names (LoRA adapters merged in), with the tied embedding stored as openpi
+    stores it, and a zero expert lm_head so openpi's strict load_model accepts the file."""
     sd = {}
-    for k, v in model.state_dict().items():
+    for k, v in merged_state_dict(model).items():
         k = to_openpi_key(k)
         sd[TIED_EMBED if k.endswith('embed_tokens.weight') else k] = v if dtype is None else v.to(dtype)
     sd[EXPERT_LM_HEAD] = torch.zeros(model.cfg.vocab, model.cfg.expert_width, dtype=torch.bfloat16)
@@ -710,19 +770,36 @@ def fsync_path(path):
         os.close(fd)
 
 
-def save_pretrained(model, path, dtype=None):
-    """Write `model.safetensors` in openpi's key format (a directory or a file path), atomically: a temporary file,
-    fsync, rename. Returns the file's path."""
+def save_tensors(tensors, path):
+    """A safetensors file written atomically: a temporary file, fsync, rename."""
     from safetensors.torch import save_file
-    if os.path.isdir(path) or not path.endswith('.safetensors'):
-        os.makedirs(path, exist_ok=True)
-        path = os.path.join(path, 'model.safetensors')
-    tensors = {k: v.detach().contiguous().cpu() for k, v in openpi_state_dict(model, dtype).items()}
     tmp = f'{path}.tmp{os.getpid()}'
-    save_file(tensors, tmp, metadata={'format': 'pt'})
+    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata={'format': 'pt'})
     fsync_path(tmp)
     os.replace(tmp, path)
     return path
+
+
+def save_pretrained(model, path, dtype=None):
+    """Write `model.safetensors` in openpi's key format (a directory or a file path). Returns the file's path."""
+    if os.path.isdir(path) or not path.endswith('.safetensors'):
+        os.makedirs(path, exist_ok=True)
+        path = os.path.join(path, 'model.safetensors')
+    return save_tensors(openpi_state_dict(model, dtype), path)
+
+
+def load_lora(model, path):
+    """Load adapters.safetensors (lora_state_dict's keys) into a model with apply_lora applied."""
+    from safetensors.torch import load_file
+    sd, ours = load_file(path), dict(model.named_parameters())
+    missing, unexpected = sorted(set(lora_state_dict(model)) - set(sd)), sorted(set(sd) - set(ours))
+    if missing or unexpected:
+        raise CheckpointError(f'cannot load {path}: {len(missing)} missing ({missing[:5]}), {len(unexpected)} unexpected '
+                              f'({unexpected[:5]}); it must come from a run with the same lora setting')
+    with torch.no_grad():
+        for k, v in sd.items():
+            ours[k].copy_(v)
+    return model
 
 
 class CheckpointError(ValueError):

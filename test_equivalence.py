@@ -544,6 +544,52 @@ def test_load_errors_name_the_keys(tmp_path):
         M.load_pretrained(make_model(), str(tmp_path / 'b.safetensors'))
 
 # -----------------------------------------------------------------------------
+# LoRA
+
+
+def lora_model(seed=0):
+    m = make_model(seed=seed)
+    M.apply_lora(m, base_dtype=torch.float32)
+    return m
+
+
+def test_lora_with_zero_b_starts_exactly_at_the_base_model():
+    base, b, (n, t) = make_model(), make_batch(), noise_time()
+    m = lora_model()
+    with torch.no_grad():
+        assert torch.equal(m(b, n, t), base(b, n, t)), 'B = 0: the adapters must add exactly nothing'
+    trainable = {n for n, p in m.named_parameters() if p.requires_grad}
+    frozen = {n for n, p in m.named_parameters() if not p.requires_grad}
+    assert all('.lora_' in n or n.startswith(('vision.', 'projector.', 'action_in.', 'action_out.action_out_proj'))
+               for n in trainable), sorted(trainable)
+    assert all(n.startswith(('layers.', 'embed_tokens', 'vlm_norm', 'action_out.norm')) for n in frozen), sorted(frozen)
+    # 7 projections x 2 streams x depth, minus the last layer's 5 prefix Linears that never run
+    assert sum('.lora_A' in n for n in trainable) == 14 * CFG.depth - 5
+    loss_and_grads(m, b, n, t)
+    assert all(p.grad is not None for n, p in m.named_parameters() if '.lora_B' in n), 'every adapter gets a gradient'
+
+
+def test_merged_lora_checkpoint_equals_base_plus_adapters(tmp_path):
+    m, b, (n, t) = lora_model(), make_batch(), noise_time()
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if '.lora_B' in name:
+                p.normal_(0, 0.05)
+        ref = m(b, n, t)
+    M.save_pretrained(m, str(tmp_path / 'merged'))  # an ordinary openpi-format checkpoint
+    plain = M.build('tiny', compute_dtype=torch.float32, init_from=str(tmp_path / 'merged'))
+    with torch.no_grad():
+        assert_close(plain(b, n, t), ref, 'merged checkpoint vs base + adapters', rtol=1e-5)
+    M.save_tensors(M.lora_state_dict(m), str(tmp_path / 'adapters.safetensors'))  # the adapters alone
+    again = make_model()
+    M.apply_lora(again, base_dtype=torch.float32)
+    M.load_lora(again, str(tmp_path / 'adapters.safetensors'))
+    with torch.no_grad():
+        assert torch.equal(again(b, n, t), ref), 'base + loaded adapters must be the same model'
+    with pytest.raises(M.CheckpointError, match='missing'):
+        M.load_lora(make_model(), str(tmp_path / 'adapters.safetensors'))
+
+# -----------------------------------------------------------------------------
 # accounting
 
 

@@ -138,6 +138,59 @@ def test_lr_schedule_matches_openpi_pi05_libero():
     assert math.isclose(mid, 2.5e-5, rel_tol=1e-12) and end == 0.0, f'cosine midpoint {mid}, end {end}'
 
 # -----------------------------------------------------------------------------
+# the memory account and the automatic fit
+
+
+def test_memory_plan_reproduces_its_h200_measurements():
+    """The account's constants come from bench.py on the H200 (micro-batch 32, 2 cameras, 64 prompt slots); the
+    peaks it predicts for those runs must stay within 2% of what was measured."""
+    conf = dict(train.default_config(), ema=False)
+    measured = [('float32', 'none', 96.2), ('float32', 'vit', 81.6), ('float32', 'vit,layers.*.attn', 77.0),
+                ('float32', 'vit,layers.*.vlm.mlp', 52.6), ('bfloat16', 'vit', 59.8)]
+    for param_dtype, recompute, gib in measured:
+        plan = train.memory_plan(dict(conf, param_dtype=param_dtype), 32, recompute)
+        assert abs(plan['peak'] - gib) / gib < 0.02, f'{param_dtype} {recompute}: predicted {plan["peak"]:.1f} vs {gib} GiB'
+    plan = train.memory_plan(conf, 32, 'none')
+    assert abs(plan['weights'] - 3_353_433_872 * 4 / 2 ** 30) < 1e-6 and plan['moments'] == 2 * plan['grads']
+    half = train.memory_plan(conf, 16, 'none')
+    assert abs(2 * half['activations'] - plan['activations']) < 1e-9, 'activations scale with the micro-batch'
+    more = train.memory_plan(conf, 32, 'none', prompt_slots=128)
+    assert more['activations'] > plan['activations'], 'longer prompts store more'
+
+
+def test_plan_fit_keeps_the_batch_and_the_cap():
+    conf = dict(train.default_config(), ema=False, micro_batch='auto', recompute='auto')
+    for gib in (139.0, 79.0):
+        B, accum, rc, plan = train.plan_fit(conf, gib)
+        assert B * accum == 32 and plan['peak'] <= gib - 1.5, (gib, B, accum, rc, plan['peak'])
+    assert train.plan_fit(conf, 139.0)[:3] == (32, 1, 'none'), 'an H200 takes the default as it is'
+    with pytest.raises(SystemExit, match=r"nothing fits 23\.5 GiB .*try param_dtype='bfloat16' or lora=True"):
+        train.plan_fit(conf, 23.5)
+    B, accum, rc, plan = train.plan_fit(dict(conf, lora=True, param_dtype='bfloat16'), 23.5)
+    assert B >= 8 and plan['peak'] <= 22.0, (B, rc, plan)
+    B, accum, rc, _ = train.plan_fit(dict(conf, micro_batch=16, grad_accum=4), 79.0)
+    assert B * accum == 64, 'an explicit micro_batch x grad_accum is kept'
+
+
+def test_auto_fit_in_a_run_says_what_it_chose(tiny_data, tmp_path):
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=1', '--micro_batch=auto', '--recompute=auto',
+                        '--gpu_mem_gib=4', '--ema=False', '--eval_interval=0'))
+    log = (tmp_path / 'log.txt').read_text()
+    assert 'fit for 4.0 GiB: micro_batch 32 x grad_accum 1' in log and 'predicted weights' in log, log[-1500:]
+
+
+def test_lora_run_resumes_exactly(tiny_data, tmp_path):
+    common = ['--lora=True', '--ema=False', '--ckpt_interval=3', '--eval_interval=0', '--micro_batch=4']
+    run_train(tiny_args(tiny_data, tmp_path / 'ref', '--max_iters=6', *common))
+    run_train(tiny_args(tiny_data, tmp_path / 'cut', '--max_iters=3', *common))
+    run_train(tiny_args(tiny_data, tmp_path / 'cut', '--max_iters=6', '--init_from=resume', *common))
+    for name in ('adapters.safetensors', 'model.safetensors'):
+        a, b = load_file(str(tmp_path / 'ref' / 'ckpt_6' / name)), load_file(str(tmp_path / 'cut' / 'ckpt_6' / name))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), f'{name} differs after resume'
+    assert any('.lora_B' in k for k in a.keys()) is False and 'layers.0.vlm.mlp.up_proj.lora_B' in \
+        load_file(str(tmp_path / 'ref' / 'ckpt_6' / 'adapters.safetensors'))
+
+# -----------------------------------------------------------------------------
 # whole runs
 
 
@@ -353,9 +406,9 @@ def test_resume_skips_a_truncated_newest_checkpoint(tiny_data, tmp_path, uninter
 # the fused optimizer path
 
 
-def test_fused_clip_in_adamw_matches_clip_grad_norm():
-    """fused_adamw folds the clip into the kernel's grad_scale (and a non-finite norm into found_inf); the weights
-    after two clipped steps equal foreach AdamW after clip_grad_norm_."""
+def test_fused_adamw_matches_foreach_adamw_with_clip():
+    """The fused AdamW kernel (the trainer's) and torch's multi-tensor AdamW (openpi's, bench.py's community rows):
+    the same weights after two clipped steps."""
     torch.manual_seed(0)
     conf = dict(train.default_config(), model_name='tiny', action_horizon=5, max_token_len=24, attn='eager',
                 compile=False, recompute='none', dtype='float32', grad_clip=0.05, augment=False, micro_batch=2)
@@ -379,21 +432,27 @@ def test_fused_clip_in_adamw_matches_clip_grad_norm():
         assert min(norms) > 10 * conf['grad_clip'], f"the clip must be active for the test to mean anything: {norms}"
         weights[fused] = {n: p.detach().clone() for n, p in raw.named_parameters()}
     worst = max(float((weights[True][n] - w).abs().max() / w.abs().max().clamp_min(1e-12)) for n, w in weights[False].items())
-    assert worst < 1e-5, f"fused clip vs clip_grad_norm_: worst relative difference {worst:.2e}"
+    assert worst < 1e-5, f"fused vs foreach AdamW: worst relative difference {worst:.2e}"
 
 
-def test_fused_adamw_skips_a_non_finite_step():
+def test_non_finite_gradient_is_treated_alike_by_both_optimizer_paths():
+    """A NaN gradient poisons the step the same way with either AdamW (the run then stops at its next log line,
+    test_non_finite_loss_stops_with_message); neither path skips it silently."""
     conf = dict(train.default_config(), model_name='tiny', dtype='float32', compile=False, attn='eager')
-    raw = train.build_model(conf, 'cpu')
-    opt = train.make_optimizer(raw, conf)
-    before = {n: p.detach().clone() for n, p in raw.named_parameters()}
-    for p in raw.parameters():
-        if p.requires_grad:
-            p.grad = torch.full_like(p, float('nan'))
-    gnorm = torch.nn.utils.get_total_norm([p.grad for p in raw.parameters() if p.grad is not None])
-    opt.grad_scale, opt.found_inf = torch.ones(()), (~torch.isfinite(gnorm)).float()
-    opt.step()
-    assert all(torch.equal(before[n], p) for n, p in raw.named_parameters()), 'a NaN gradient must leave the weights'
+    out = {}
+    for fused in (False, True):
+        torch.manual_seed(0)
+        raw = train.build_model(conf, 'cpu')
+        opt = train.make_optimizer(raw, conf, fused=fused)
+        for p in raw.parameters():
+            if p.requires_grad:
+                p.grad = torch.full_like(p, float('nan'))
+        params = [p for p in raw.parameters() if p.grad is not None]
+        gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
+        opt.step()
+        out[fused] = {n: p.detach().isnan() for n, p in raw.named_parameters()}
+        assert not torch.isfinite(gnorm) and all(out[fused][n].all() for n, p in raw.named_parameters() if p.requires_grad)
+    assert all(torch.equal(out[True][n], out[False][n]) for n in out[True])
 
 
 def test_sigkill_mid_run_resumes_exactly(tiny_data, tmp_path, uninterrupted):

@@ -61,9 +61,10 @@ augment = True                  # openpi's training augmentation (crop, rotate, 
 model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
 max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
-attn = 'flex'                   # 'flex' | 'sdpa' | 'eager'
-recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute); H200, micro-batch 32:
-                                # none 553 ms 96 GiB, vit 584 ms 82 GiB (bench.py); 'vit' on 80 GB GPUs
+attn = 'sdpa'                   # 'sdpa' | 'flex' | 'eager'; H200, micro-batch 32: sdpa 530 ms, flex 544 ms,
+                                # the same memory (bench.py, 2026-12-01)
+recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute) | 'auto' (plan_fit);
+                                # H200, micro-batch 32: none 530 ms 96 GiB, vit 564 ms 82 GiB (bench.py)
 compile = True                  # per-layer torch.compile (model.apply_compile)
 compile_vision = True           # also compile each SigLIP layer (measured on the H200: -38 ms/step at micro-batch 32)
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
@@ -71,8 +72,11 @@ fp8_keep_list = 'fp8_keep.txt'  # the Linears `bench.py --fp8_validate` measured
 dtype = 'auto'                  # compute dtype 'bfloat16' | 'float32' | 'auto' (bf16 on CUDA, fp32 on CPU)
 param_dtype = 'float32'         # 'float32' (fp32 master weights and AdamW moments) | 'bfloat16' (pure bf16, openpi torch)
 loss_dims = 0                   # 0: loss over all 32 action dims (openpi); n: over the first n (LeRobot)
+lora = False                    # openpi's LoRA fine-tuning (model.apply_lora): adapters on both Gemma streams, their
+                                # base weights frozen in bf16; SigLIP, projector and heads trained (no EMA, no fp8)
 # batch: global batch = micro_batch * grad_accum * world size
-micro_batch = 32                # samples per process per micro-step
+micro_batch = 32                # samples per process per micro-step; 'auto': chosen with recompute to fit the GPU
+                                # (plan_fit), keeping micro_batch x grad_accum of this value
 grad_accum = 1                  # micro-steps per optimizer step
 max_iters = 30000               # optimizer steps
 # optimizer and schedule: openpi pi05_libero (src/openpi/training/config.py, optimizer.py)
@@ -89,6 +93,8 @@ ema = False                     # fp32 EMA of the weights, evaluated and saved (
 ema_decay = 0.999
 # system
 device = 'auto'                 # 'auto' (cuda if available) | 'cuda' | 'cpu'
+gpu_mem_gib = 0.0               # GiB that micro_batch/recompute='auto' plan for (and, on a larger GPU, the cap
+                                # this process runs under); 0: this GPU's memory
 ddp_bucket_mb = 0               # DDP gradient bucket size, MiB; 0: one joint layer's gradients, so buckets follow layers
 peak_tflops = 0.0               # per-GPU bf16 peak for MFU; 0: measure a bf16 matmul at startup (CUDA), n/a on CPU
 sample_steps = 10               # Euler steps of sample_actions in evaluation
@@ -114,6 +120,14 @@ def check_config(conf):
                          ('model_name', tuple(M.configs))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
+    if conf['micro_batch'] == 'auto' or conf['recompute'] == 'auto':
+        if not (conf['micro_batch'] == 'auto' and conf['recompute'] == 'auto'):
+            raise ValueError("micro_batch='auto' and recompute='auto' go together (plan_fit chooses both)")
+    elif not isinstance(conf['micro_batch'], int) or isinstance(conf['micro_batch'], bool):
+        raise ValueError(f"micro_batch={conf['micro_batch']!r}: expected an int or 'auto'")
+    if conf['lora'] and (conf['ema'] or conf['fp8']):
+        raise ValueError('lora=True trains without EMA (openpi: ema_decay=None for LoRA) and without fp8: '
+                         'set ema=False and fp8=False')
 
 
 def model_config(conf, **overrides):
@@ -137,6 +151,8 @@ def build_model(conf, device, weights=None, skip_unused=True, batched_vision=Tru
                   compute_dtype=compute_dtype_of(conf, device), skip_unused=skip_unused, batched_vision=batched_vision)
     if conf['param_dtype'] == 'bfloat16':
         raw.set_param_dtype(torch.bfloat16)
+    if conf['lora']:
+        M.apply_lora(raw)
     return raw
 
 
@@ -178,8 +194,9 @@ def layer_grad_mib(raw):
 
 def make_optimizer(raw, conf, fused=True):
     """AdamW over the trainable parameters; the moments take each parameter's dtype (fp32 with fp32 master weights).
-    fused: one fused kernel (CUDA and CPU) that also applies the gradient clip (train_step); False: torch's default
-    multi-tensor AdamW with clip_grad_norm_, as openpi's trainer uses it (bench.py's community rows)."""
+    fused: one fused kernel (CUDA and CPU); False: torch's default multi-tensor AdamW, as openpi's trainer uses it
+    (bench.py's community rows). Folding the clip into the fused kernel's grad_scale was measured alone on the H200
+    (2026-12-01, pi05's 3.24 B fp32 parameters): 34.5 vs 37.4 ms per clip + step, 0.5% of a step; not kept."""
     params = [p for p in raw.parameters() if p.requires_grad]
     return torch.optim.AdamW(params, lr=conf['learning_rate'], betas=(conf['beta1'], conf['beta2']), eps=conf['eps'],
                              weight_decay=conf['weight_decay'], fused=fused or None)
@@ -237,14 +254,7 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
                 loss.backward()
         total = total + loss.detach()
     params = [p for p in raw.parameters() if p.grad is not None]
-    if optimizer.defaults.get('fused'):
-        # the clip rides in the fused kernel: it divides every gradient by grad_scale as it reads it, which saves a
-        # pass over all gradients; a non-finite norm sets found_inf and the kernel leaves the weights untouched
-        gnorm = torch.nn.utils.get_total_norm([p.grad for p in params])
-        if conf['grad_clip'] > 0:  # clip_grad_norm_'s coefficient: max_norm / (norm + 1e-6), at most 1
-            optimizer.grad_scale = 1.0 / (conf['grad_clip'] / (gnorm + 1e-6)).clamp(max=1.0)
-        optimizer.found_inf = (~torch.isfinite(gnorm)).float()
-    elif conf['grad_clip'] > 0:
+    if conf['grad_clip'] > 0:  # a non-finite norm poisons the step on every optimizer path alike; the next log line stops the run
         gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
     else:
         gnorm = torch.nn.utils.get_total_norm([p.grad for p in params])
@@ -323,6 +333,101 @@ def memory_gib(device):
         return torch.cuda.max_memory_allocated(device) / 2 ** 30, torch.cuda.get_device_properties(device).total_memory / 2 ** 30
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     return rss / 2 ** 30, os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2 ** 30
+
+# -----------------------------------------------------------------------------
+# memory: a per-component account of a training step's peak, and the automatic fit of micro-batch and recompute
+
+GIB = 2 ** 30
+# Activations stored per sample (GiB) by unit when that unit is not recomputed, for pi05 at 576 prefix tokens (2
+# cameras x 256 patches + 64 prompt slots) and 50 actions: the recompute table of bench.py (--recompute_table,
+# H200, 2026-11-29, micro-batch 32) divided by 32. 'rest' is what stays stored with every unit recomputed but the
+# joint layers as a whole (their inputs, embeddings, heads); 'layers' what a whole joint layer stores beyond that.
+ACT_GIB = {'vit': 0.457, 'vlm_mlp': 0.906, 'attn': 0.144, 'expert_mlp': 0.031, 'layers': 0.137, 'rest': 0.041}
+# Milliseconds per sample each recompute unit adds (same table), and a step's time per sample without recompute
+# and fixed per micro-step and per step (optimizer, clip): the speed model plan_fit ranks settings by.
+MS = {'sample': 15.0, 'vit': 0.98, 'vlm_mlp': 1.74, 'attn': 0.20, 'expert_mlp': 0.0, 'layers': 2.8, 'micro': 10.0, 'step': 50.0}
+TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
+                                                 # weights in flight, workspaces (fit of the same measurements)
+FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
+
+
+def recompute_kinds(spec):
+    """The unit kinds a recompute spec covers (for the account): a subset of ACT_GIB's keys."""
+    kinds = set()
+    for part in spec.split(','):
+        kinds |= {'none': set(), 'vit': {'vit'}, 'full': {'vit', 'layers'}}.get(part, set())
+        kinds |= {'vision.encoder.layers.*': {'vit'}, 'layers.*': {'layers'}, 'layers.*.attn': {'attn'},
+                  'layers.*.vlm.mlp': {'vlm_mlp'}, 'layers.*.expert.mlp': {'expert_mlp'}}.get(part, set())
+    return kinds
+
+
+def state_bytes(conf):
+    """Bytes of weights, of the trainable ones (their gradients take as much, their AdamW moments twice that) and
+    of an EMA copy, from a model built on the meta device with the config's dtype and LoRA settings."""
+    with torch.device('meta'):
+        m = M.Pi05(model_config(conf))
+        if conf['param_dtype'] == 'bfloat16':
+            m.set_param_dtype(torch.bfloat16)
+        if conf['lora']:
+            M.apply_lora(m)
+    weights = sum(p.numel() * p.element_size() for p in m.parameters())
+    trainable = sum(p.numel() * p.element_size() for p in m.parameters() if p.requires_grad)
+    return weights, trainable, 4 * sum(p.numel() for p in m.parameters()) if conf['ema'] else 0
+
+
+def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64):
+    """Predicted peak GiB of a training step, by component: weights, gradients, AdamW moments, EMA, activations of
+    micro_batch samples (ACT_GIB scaled to this layout and model), transient. The peak is the larger of the end of
+    the forward (activations, no gradients yet) and the optimizer step (gradients, no activations)."""
+    cfg = model_config(conf)
+    weights, trainable, ema = state_bytes(conf)
+    ref = M.configs['pi05']
+    tokens = (cameras * cfg.patches + prompt_slots) / (2 * ref.patches + 64)   # Gemma-side activations scale with
+    size = (cfg.width * cfg.depth) / (ref.width * ref.depth)                  # prefix tokens and width x depth,
+    vit = cameras / 2 * cfg.patches / ref.patches * (cfg.vit_width * cfg.vit_depth) / (ref.vit_width * ref.vit_depth)
+    stored = set(ACT_GIB) - recompute_kinds(recompute)
+    if 'layers' not in stored:  # a whole recomputed layer stores none of its parts
+        stored -= {'vlm_mlp', 'attn', 'expert_mlp'}
+    per_sample = sum(ACT_GIB[k] * (vit if k == 'vit' else tokens * size) for k in stored)
+    if conf['fp8']:  # fp8 Linears store fp8 copies of their inputs: 0.47 GiB less per sample at micro-batch 32 (bench)
+        per_sample -= 0.47 * tokens * size * ('vlm_mlp' in stored)
+    plan = dict(weights=weights / GIB, grads=trainable / GIB, moments=2 * trainable / GIB, ema=ema / GIB,
+                activations=micro_batch * per_sample, transient=TRANSIENT[conf['param_dtype']] * weights / GIB)
+    states = plan['weights'] + plan['moments'] + plan['ema'] + plan['transient']
+    plan['peak'] = max(states + plan['activations'], states + plan['grads'])
+    return plan
+
+
+def step_ms(micro_batch, n_micro, recompute, lora=False):
+    """The speed model: ms per optimizer step (MS); LoRA skips the base weights' gradient GEMMs (about a third)."""
+    per = MS['sample'] * (0.7 if lora else 1.0) + sum(MS[k] for k in recompute_kinds(recompute))
+    return n_micro * (micro_batch * per + MS['micro']) + MS['step']
+
+
+def plan_fit(conf, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
+    """The fastest (micro-batch, recompute) whose predicted peak fits gpu_gib - margin_gib (CUDA context,
+    fragmentation), keeping micro_batch x grad_accum = the config's per-process batch (32 x grad_accum when
+    micro_batch='auto'). Returns (micro_batch, grad_accum, recompute, plan) or raises SystemExit naming what to
+    change."""
+    per_gpu = (32 if conf['micro_batch'] == 'auto' else conf['micro_batch']) * conf['grad_accum']
+    best = None
+    for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
+        for rc in FIT_RECOMPUTE:
+            plan = memory_plan(conf, B, rc, cameras, prompt_slots)
+            t = step_ms(B, per_gpu // B, rc, conf['lora'])
+            if plan['peak'] <= gpu_gib - margin_gib and (best is None or t < best[0]):
+                best = (t, B, rc, plan)
+    if best is None:
+        smallest = memory_plan(conf, 1, 'full', cameras, prompt_slots)['peak']
+        raise SystemExit(f"train.py: nothing fits {gpu_gib:.1f} GiB with param_dtype={conf['param_dtype']!r}, "
+                         f"lora={conf['lora']} (micro-batch 1 with full recompute needs {smallest:.1f} GiB): "
+                         f"try param_dtype='bfloat16' or lora=True")
+    _, B, rc, plan = best
+    return B, per_gpu // B, rc, plan
+
+
+def describe_plan(plan):
+    return ', '.join(f'{k} {v:.1f}' for k, v in plan.items() if k != 'peak' and v) + f" -> peak {plan['peak']:.1f} GiB"
 
 # -----------------------------------------------------------------------------
 # checkpoints: out_dir/ckpt_<iter>/{model.safetensors, ema.safetensors, state.pt}, each directory complete or absent
@@ -405,7 +510,9 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, 
     tmp = os.path.join(out_dir, f'.tmp_ckpt_{it}')
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    M.save_pretrained(raw, tmp)  # model.safetensors in openpi's key format
+    M.save_pretrained(raw, tmp)  # model.safetensors in openpi's key format (LoRA adapters merged in)
+    if any('.lora_' in n for n, _ in raw.named_parameters()):  # and the adapters alone, to resume or share
+        M.save_tensors(M.lora_state_dict(raw), os.path.join(tmp, 'adapters.safetensors'))
     if policy is not None:
         with open(os.path.join(tmp, 'policy.json'), 'w') as f:
             json.dump(policy, f, indent=1)
@@ -503,9 +610,12 @@ if __name__ == '__main__':
         # bf16-valued fp32 operands are exact in TF32, and TF32 is JAX's default fp32 matmul precision on GPU
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
+    if cuda and gpu_mem_gib:  # behave as the GPU planned for: the allocator is capped at gpu_mem_gib
+        total = torch.cuda.get_device_properties(device).total_memory / GIB
+        if gpu_mem_gib < total:
+            torch.cuda.set_per_process_memory_fraction(gpu_mem_gib / total, device)
     if ddp:
         dist.init_process_group('nccl' if cuda else 'gloo')
-    G = micro_batch * grad_accum * world_size  # global batch
     torch.manual_seed(seed)  # fresh init is identical on every process (DDP broadcasts rank 0's weights anyway)
     log_path, csv_path = os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
     if master:
@@ -514,9 +624,8 @@ if __name__ == '__main__':
             if name.startswith('.tmp_ckpt_'):
                 shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
     gpu = torch.cuda.get_device_name(device) if cuda else f'cpu ({torch.get_num_threads()} threads)'
-    log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | "
-        f"world size {world_size} | global batch {G} = {micro_batch} x {grad_accum} x {world_size}", log_path, master)
-    log('\n'.join(f'{k} = {v!r}' for k, v in config.items()), log_path, master)
+    log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
+        log_path, master)
 
     if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built
         try:
@@ -550,6 +659,17 @@ if __name__ == '__main__':
     problems = data.check_against_model(meta, cfg, prompt_format, data_dir)
     if problems:
         raise SystemExit('train.py: ' + '\ntrain.py: '.join(problems))
+    if micro_batch == 'auto':  # the fastest micro-batch and recompute that fit, from the memory account
+        gib = gpu_mem_gib or memory_gib(device)[1]
+        longest = meta[f'max_prompt_len_{prompt_format}']
+        slots = min(cfg.max_token_len, -(-longest // prompt_bucket) * prompt_bucket) if prompt_bucket else cfg.max_token_len
+        micro_batch, grad_accum, recompute, plan = plan_fit(dict(config), gib, len(meta['cameras']), slots)
+        config = MappingProxyType(dict(config, micro_batch=micro_batch, grad_accum=grad_accum, recompute=recompute))
+        log(f'fit for {gib:.1f} GiB: micro_batch {micro_batch} x grad_accum {grad_accum}, recompute {recompute!r}; '
+            f'predicted {describe_plan(plan)}', log_path, master)
+    G = micro_batch * grad_accum * world_size  # global batch
+    log(f'global batch {G} = {micro_batch} x {grad_accum} x {world_size}\n' +
+        '\n'.join(f'{k} = {v!r}' for k, v in config.items()), log_path, master)
     loader_kw = dict(rank=rank, world_size=world_size, seed=seed, horizon=cfg.action_horizon, action_dim=cfg.action_dim,
                      prompt_format=prompt_format, val_fraction=val_fraction, token_len=cfg.max_token_len,
                      prompt_bucket=prompt_bucket)
@@ -561,7 +681,12 @@ if __name__ == '__main__':
 
     # model: build or load -> fp8 -> recompute -> per-layer compile -> DDP; optimizer; EMA
     try:
-        raw_model = build_model(config, device, weights=ckpt)
+        if lora and ckpt:  # the base the run started from, then its adapters and trained weights
+            base = state['config']['init_from']
+            raw_model = build_model(config, device, weights=None if base in ('scratch', 'resume') else base)
+            M.load_lora(raw_model, os.path.join(ckpt, 'adapters.safetensors'))
+        else:
+            raw_model = build_model(config, device, weights=ckpt)
     except M.CheckpointError as err:
         raise SystemExit(f'train.py: {err}')
     model = wrap_model(raw_model, config, device, cameras=len(loader.wrist))

@@ -1,5 +1,6 @@
 # Pi0.5 fine-tuned on LIBERO, fast: the dataset's 2 cameras (openpi's empty third slot is never built), horizon 50,
-# the pi05 prompt with the discretized state, FlexAttention, per-layer compile, ViT-only recompute, bf16 compute with
+# the pi05 prompt with the discretized state, cuDNN attention, per-layer compile, the micro-batch and recompute that fit
+# the GPU (plan_fit), bf16 compute with
 # fp32 master weights and fp32 AdamW moments, EMA 0.999; optimizer and schedule from openpi's pi05_libero.
 #   python data.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model   # once
 #   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py
@@ -12,12 +13,13 @@ data_dir = 'data_cache/libero'
 model_name = 'pi05'                  # action horizon 50, 200 prompt slots (model.configs)
 prompt_format = 'pi05'
 prompt_bucket = 32
-attn = 'flex'
+attn = 'sdpa'                        # cuDNN attention: faster than flex here, same memory (bench.py)
 compile = True
-recompute = 'vit'                    # H200, micro-batch 32: 82 GiB + 13 GiB EMA; 'none' is 31 ms/step faster at 96 GiB + EMA
+recompute = 'auto'                   # with micro_batch='auto': the fastest pair that fits this GPU (train.plan_fit);
+                                     # an H200 takes micro-batch 32 without recompute, an 80 GB GPU 8 x 4
 dtype = 'bfloat16'
 param_dtype = 'float32'
-micro_batch = 32
+micro_batch = 'auto'                 # x grad_accum keeps 32 per GPU
 grad_accum = 1
 max_iters = 30000
 learning_rate = 5e-5                 # openpi pi05_libero: CosineDecaySchedule(10k, 5e-5, 1M, 5e-5), i.e. constant after warmup
