@@ -346,6 +346,7 @@ ACT_GIB = {'vit': 0.457, 'vlm_mlp': 0.906, 'attn': 0.144, 'expert_mlp': 0.031, '
 # Milliseconds per sample each recompute unit adds (same table), and a step's time per sample without recompute
 # and fixed per micro-step and per step (optimizer, clip): the speed model plan_fit ranks settings by.
 MS = {'sample': 15.0, 'vit': 0.98, 'vlm_mlp': 1.74, 'attn': 0.20, 'expert_mlp': 0.0, 'layers': 2.8, 'micro': 10.0, 'step': 50.0}
+ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)
 FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
@@ -375,10 +376,11 @@ def state_bytes(conf):
     return weights, trainable, 4 * sum(p.numel() for p in m.parameters()) if conf['ema'] else 0
 
 
-def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64):
+def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64, grad_accum=1):
     """Predicted peak GiB of a training step, by component: weights, gradients, AdamW moments, EMA, activations of
-    micro_batch samples (ACT_GIB scaled to this layout and model), transient. The peak is the larger of the end of
-    the forward (activations, no gradients yet) and the optimizer step (gradients, no activations)."""
+    micro_batch samples (ACT_GIB scaled to this layout and model), transient. The peak is the larger of a micro-step's
+    backward (its activations, plus the gradients of earlier micro-steps when grad_accum > 1) and the optimizer step
+    (gradients, no activations)."""
     cfg = model_config(conf)
     weights, trainable, ema = state_bytes(conf)
     ref = M.configs['pi05']
@@ -391,10 +393,12 @@ def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64):
     per_sample = sum(ACT_GIB[k] * (vit if k == 'vit' else tokens * size) for k in stored)
     if conf['fp8']:  # fp8 Linears store fp8 copies of their inputs: 0.47 GiB less per sample at micro-batch 32 (bench)
         per_sample -= 0.47 * tokens * size * ('vlm_mlp' in stored)
+    if conf['lora']:
+        per_sample *= ACT_LORA
     plan = dict(weights=weights / GIB, grads=trainable / GIB, moments=2 * trainable / GIB, ema=ema / GIB,
                 activations=micro_batch * per_sample, transient=TRANSIENT[conf['param_dtype']] * weights / GIB)
     states = plan['weights'] + plan['moments'] + plan['ema'] + plan['transient']
-    plan['peak'] = max(states + plan['activations'], states + plan['grads'])
+    plan['peak'] = max(states + plan['activations'] + (plan['grads'] if grad_accum > 1 else 0), states + plan['grads'])
     return plan
 
 
@@ -413,7 +417,7 @@ def plan_fit(conf, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
     best = None
     for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
         for rc in FIT_RECOMPUTE:
-            plan = memory_plan(conf, B, rc, cameras, prompt_slots)
+            plan = memory_plan(conf, B, rc, cameras, prompt_slots, per_gpu // B)
             t = step_ms(B, per_gpu // B, rc, conf['lora'])
             if plan['peak'] <= gpu_gib - margin_gib and (best is None or t < best[0]):
                 best = (t, B, rc, plan)
