@@ -671,6 +671,10 @@ if __name__ == '__main__':
         config = MappingProxyType(dict(config, micro_batch=micro_batch, grad_accum=grad_accum, recompute=recompute))
         log(f'fit for {gib:.1f} GiB: micro_batch {micro_batch} x grad_accum {grad_accum}, recompute {recompute!r}; '
             f'predicted {describe_plan(plan)}', log_path, master)
+    tok = meta.get('tokenizer')
+    if tok and tok != 'words' and not os.path.exists(tok):
+        log(f"warning: the tokenizer {data_dir}/meta.json names, {tok}, is gone: checkpoints will not carry it, and "
+            f"serve.py will ask for it to be copied into the checkpoint as tokenizer.model", log_path, master)
     G = micro_batch * grad_accum * world_size  # global batch
     log(f'global batch {G} = {micro_batch} x {grad_accum} x {world_size}\n' +
         '\n'.join(f'{k} = {v!r}' for k, v in config.items()), log_path, master)
