@@ -751,11 +751,11 @@ def to_openpi_key(k):
     return k
 
 
-def openpi_state_dict(model, dtype=None):
-    """Our weights under openpi's key names (LoRA adapters merged in), with the tied embedding stored as openpi
-    stores it, and a zero expert lm_head so openpi's strict load_model accepts the file."""
+def openpi_state_dict(model, dtype=None, state_dict=None):
+    """Our weights (state_dict, default the model's with LoRA adapters merged in) under openpi's key names, with the
+    tied embedding stored as openpi stores it, and a zero expert lm_head so openpi's strict load_model accepts it."""
     sd = {}
-    for k, v in merged_state_dict(model).items():
+    for k, v in (merged_state_dict(model) if state_dict is None else state_dict).items():
         k = to_openpi_key(k)
         sd[TIED_EMBED if k.endswith('embed_tokens.weight') else k] = v if dtype is None else v.to(dtype)
     sd[EXPERT_LM_HEAD] = torch.zeros(model.cfg.vocab, model.cfg.expert_width, dtype=torch.bfloat16)
@@ -780,12 +780,13 @@ def save_tensors(tensors, path):
     return path
 
 
-def save_pretrained(model, path, dtype=None):
-    """Write `model.safetensors` in openpi's key format (a directory or a file path). Returns the file's path."""
+def save_pretrained(model, path, dtype=None, state_dict=None):
+    """Write `model.safetensors` in openpi's key format (a directory or a file path); state_dict: the weights to
+    write instead of the model's own (e.g. gathered from shards). Returns the file's path."""
     if os.path.isdir(path) or not path.endswith('.safetensors'):
         os.makedirs(path, exist_ok=True)
         path = os.path.join(path, 'model.safetensors')
-    return save_tensors(openpi_state_dict(model, dtype), path)
+    return save_tensors(openpi_state_dict(model, dtype, state_dict), path)
 
 
 def load_lora(model, path):

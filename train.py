@@ -24,7 +24,7 @@ import re
 import resource
 import shutil
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -95,6 +95,8 @@ ema_decay = 0.999
 device = 'auto'                 # 'auto' (cuda if available) | 'cuda' | 'cpu'
 gpu_mem_gib = 0.0               # GiB that micro_batch/recompute='auto' plan for (and, on a larger GPU, the cap
                                 # this process runs under); 0: this GPU's memory
+shard = False                   # multi-GPU: FSDP2 (fully_shard) per joint layer, per SigLIP layer and the rest, fp32
+                                # master shards, instead of DDP's full copy of weights, gradients and moments per GPU
 ddp_bucket_mb = 0               # DDP gradient bucket size, MiB; 0: one joint layer's gradients, so buckets follow layers
 peak_tflops = 0.0               # per-GPU bf16 peak for MFU; 0: measure a bf16 matmul at startup (CUDA), n/a on CPU
 sample_steps = 10               # Euler steps of sample_actions in evaluation
@@ -125,6 +127,8 @@ def check_config(conf):
             raise ValueError("micro_batch='auto' and recompute='auto' go together (plan_fit chooses both)")
     elif not isinstance(conf['micro_batch'], int) or isinstance(conf['micro_batch'], bool):
         raise ValueError(f"micro_batch={conf['micro_batch']!r}: expected an int or 'auto'")
+    if conf['shard'] and (conf['ema'] or conf['lora'] or conf['fp8']):
+        raise ValueError('shard=True runs without ema, lora and fp8 for now (each untested with sharding)')
     if conf['lora'] and (conf['ema'] or conf['fp8']):
         raise ValueError('lora=True trains without EMA (openpi: ema_decay=None for LoRA) and without fp8: '
                          'set ema=False and fp8=False')
@@ -180,6 +184,11 @@ def wrap_model(raw, conf, device, cameras=2):
         M.apply_compile(raw, vision=conf['compile_vision'])
     if not (dist.is_available() and dist.is_initialized()):
         return raw
+    if conf['shard']:  # both streams of a joint layer in one unit: its attention is joint over them
+        from torch.distributed.fsdp import fully_shard
+        for unit in list(raw.layers) + list(raw.vision.encoder.layers):
+            fully_shard(unit)
+        return fully_shard(raw)  # the embedding, projector, heads and final norms; the same module, sharded in place
     cuda = str(device).startswith('cuda')
     # frozen parameters never get a gradient, so no find_unused_parameters (and its graph walk every step)
     return DDP(raw, device_ids=[torch.device(device).index] if cuda else None,
@@ -246,7 +255,10 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
         sid = mb['sample_id']
         if aug is not None:
             mb = dict(mb, images=data.augment_images(mb['images'], wrist, {k: v[sid] for k, v in aug.items()}))
-        sync = nullcontext() if i == n_micro - 1 or not isinstance(model, DDP) else model.no_sync()
+        last = i == n_micro - 1
+        if hasattr(model, 'set_requires_gradient_sync'):  # FSDP: reduce-scatter on the last micro-step only
+            model.set_requires_gradient_sync(last)
+        sync = nullcontext() if last or not isinstance(model, DDP) else model.no_sync()
         with sync:  # gradients are all-reduced only on the last micro-step; the ranges name the phases in profiles
             with record_function('train_step.forward'):
                 loss = model(mb, noise=noise[sid], time=t[sid], loss_dims=conf['loss_dims']) / n_micro
@@ -258,6 +270,8 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
         gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
     else:
         gnorm = torch.nn.utils.get_total_norm([p.grad for p in params])
+    if hasattr(gnorm, 'full_tensor'):  # sharded parameters: the norm is a replicated DTensor
+        gnorm = gnorm.full_tensor()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return total, gnorm
@@ -296,7 +310,8 @@ def evaluate(raw, loader, conf, device, n_iters):
             mb = to_device(mb, device)
             sid, B = mb['sample_id'], mb['actions'].shape[0]
             loss = raw(mb, noise=noise[sid], time=t[sid], loss_dims=conf['loss_dims'])
-            pred = raw.sample_actions(mb, noise=x1[sid], num_steps=conf['sample_steps'])
+            with unsharded(raw):  # sample_actions calls layers' inference steps, not their (sharding-aware) forward
+                pred = raw.sample_actions(mb, noise=x1[sid], num_steps=conf['sample_steps'])
             err = (loader.unnormalize_actions(pred.float()) - loader.unnormalize_actions(mb['actions'].float())) ** 2
             valid = mb['action_mask'].double()
             sums += torch.stack([loss.double() * B, (err.mean(-1).double() * valid).sum(), valid.sum()])
@@ -306,6 +321,37 @@ def evaluate(raw, loader, conf, device, n_iters):
         dist.all_reduce(sums)
     loss_sum, sq, count, n = sums.tolist()
     return loss_sum / n, sq / max(count, 1.0)
+
+
+@contextmanager
+def unsharded(raw):
+    """Inside the block every FSDP unit of raw holds its full parameters (a no-op without sharding)."""
+    units = [m for m in raw.modules() if hasattr(m, 'unshard') and hasattr(m, 'reshard')]
+    for m in units:
+        m.unshard()
+    try:
+        yield raw
+    finally:
+        for m in units:
+            m.reshard()
+
+
+def full_state(raw, optimizer):
+    """(model state dict, optimizer state dict) as full tensors on the CPU, gathered from the shards when the model
+    is sharded (a collective: every process calls it); unsharded: (None, the optimizer's), the model saves itself."""
+    if not any(hasattr(m, 'unshard') for m in raw.modules()):
+        return None, optimizer.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(raw, options=opts), get_optimizer_state_dict(raw, optimizer, options=opts)
+
+
+def load_optimizer_state(raw, optimizer, state):
+    if any(hasattr(m, 'unshard') for m in raw.modules()):  # every process takes its shard of the full state
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+        set_optimizer_state_dict(raw, optimizer, state, options=StateDictOptions(full_state_dict=True))
+    else:
+        optimizer.load_state_dict(state)
 
 
 def measure_matmul_tflops(device='cuda', n=8192, iters=30):
@@ -506,7 +552,7 @@ def policy_info(cfg, meta, conf):
                 sample_steps=conf['sample_steps'], tokenizer=tokenizer, tasks=meta.get('tasks', []))
 
 
-def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, data_dir=None):
+def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, data_dir=None, weights=None):
     """Write the files into a temporary directory, then manifest.json with their sizes, fsync, then rename the
     directory into place: a crash leaves either the whole checkpoint or none. Then delete all but the newest
     keep_last. policy (policy_info) and data_dir's stats.json and tokenizer make the checkpoint serve on its own."""
@@ -514,7 +560,7 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, 
     tmp = os.path.join(out_dir, f'.tmp_ckpt_{it}')
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    M.save_pretrained(raw, tmp)  # model.safetensors in openpi's key format (LoRA adapters merged in)
+    M.save_pretrained(raw, tmp, state_dict=weights)  # model.safetensors in openpi's key format (LoRA merged in)
     if any('.lora_' in n for n, _ in raw.named_parameters()):  # and the adapters alone, to resume or share
         M.save_tensors(M.lora_state_dict(raw), os.path.join(tmp, 'adapters.safetensors'))
     if policy is not None:
@@ -704,7 +750,7 @@ if __name__ == '__main__':
     optimizer = make_optimizer(raw_model, config)
     ema_model = EMA(raw_model, ema_decay, attn='sdpa' if attn == 'flex' else attn) if ema else None
     if state:
-        optimizer.load_state_dict(state['optimizer'])
+        load_optimizer_state(raw_model, optimizer, state['optimizer'])
         torch.set_rng_state(state['rng']['torch'])
         if cuda and state['rng'].get('cuda') is not None:
             torch.cuda.set_rng_state(state['rng']['cuda'])
@@ -756,13 +802,14 @@ if __name__ == '__main__':
         if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
             interval += flush(pending, evals, csv_path, world_size, out_dir, log_path, master)  # never checkpoint
             pending = []                                                                     # a non-finite step
+            weights, optim_state = full_state(raw_model, optimizer)
             if master:
-                state = {'iter': it, 'optimizer': optimizer.state_dict(), 'config': dict(config),
+                state = {'iter': it, 'optimizer': optim_state, 'config': dict(config),
                          'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
                 path = save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last,
-                                       policy_info(cfg, meta, config), data_dir)
+                                       policy_info(cfg, meta, config), data_dir, weights)
                 log(f'saved {path}', log_path, master)
             if ddp:
                 dist.barrier()
