@@ -807,6 +807,11 @@ def synthetic_tokenizer():
 # -----------------------------------------------------------------------------
 # loader
 
+def bucketed(n, bucket, slots):
+    """n prompt tokens rounded up to a multiple of bucket, at most slots (bucket 0: all slots): the few prompt
+    lengths compiled code and CUDA graphs see."""
+    return min(slots, -(-n // bucket) * bucket) if bucket else slots
+
 def trim_batch(batch, bucket=32, cameras=True):
     """Shape decisions made on the CPU before the batch reaches the GPU, so the step never waits on the host:
     camera slots masked in every sample are dropped (cameras=True), and prompt slots that are padding in every
@@ -821,8 +826,7 @@ def trim_batch(batch, bucket=32, cameras=True):
     if bucket:
         L = batch["token_mask"].shape[1]
         used = batch["token_mask"].any(0).nonzero()
-        n = int(used.max()) + 1 if len(used) else 1
-        n = min(L, -(-n // bucket) * bucket)
+        n = bucketed(int(used.max()) + 1 if len(used) else 1, bucket, L)
         batch["tokens"], batch["token_mask"] = batch["tokens"][:, :n], batch["token_mask"][:, :n]
     return batch, kept
 

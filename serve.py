@@ -209,8 +209,7 @@ class Policy:
             st = self.stats['state']
             state = data.normalize(s, st['q01'], st['q99'])
         ids = data.encode_prompt(self.tokenizer, prompt, state)[:self.cfg.max_token_len]
-        bucket = i['prompt_bucket'] or self.cfg.max_token_len  # padded to the training bucket: few shapes
-        return ids, min(self.cfg.max_token_len, -(-len(ids) // bucket) * bucket)
+        return ids, data.bucketed(len(ids), i['prompt_bucket'], self.cfg.max_token_len)  # the training buckets
 
     def prepare(self, observations):
         """A list of observation dicts -> the model's batch on the device (prompts padded to a common bucket)."""

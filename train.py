@@ -712,7 +712,7 @@ if __name__ == '__main__':
     if micro_batch == 'auto':  # the fastest micro-batch and recompute that fit, from the memory account
         gib = gpu_mem_gib or memory_gib(device)[1]
         longest = meta[f'max_prompt_len_{prompt_format}']
-        slots = min(cfg.max_token_len, -(-longest // prompt_bucket) * prompt_bucket) if prompt_bucket else cfg.max_token_len
+        slots = data.bucketed(longest, prompt_bucket, cfg.max_token_len)
         micro_batch, grad_accum, recompute, plan = plan_fit(dict(config), gib, len(meta['cameras']), slots)
         config = MappingProxyType(dict(config, micro_batch=micro_batch, grad_accum=grad_accum, recompute=recompute))
         log(f'fit for {gib:.1f} GiB: micro_batch {micro_batch} x grad_accum {grad_accum}, recompute {recompute!r}; '
