@@ -687,11 +687,10 @@ def apply_lora(model, ranks=LORA_RANKS, base_dtype=torch.bfloat16):
     weight of the two streams frozen (its freeze filter: all `llm` parameters but the LoRA ones) and cast to
     base_dtype; SigLIP, the projector and the action/time heads stay trainable as openpi leaves them. In place,
     before fp8/recompute/compile; returns the adapter names."""
-    for name, m in model.named_modules():
-        if name.startswith('layers.') or name in ('embed_tokens', 'vlm_norm', 'action_out.norm') or name.startswith('action_out.norm.'):
-            for p in m.parameters(recurse=False):
-                p.requires_grad_(False)
-                p.data = p.data.to(base_dtype)
+    for name, p in model.named_parameters():  # openpi's `llm`: both Gemma streams, their embedding and final norms
+        if name.startswith(('layers.', 'embed_tokens.', 'vlm_norm.', 'action_out.norm.')):
+            p.requires_grad_(False)
+            p.data = p.data.to(base_dtype)
     names = []
     unused = {id(p) for p in model.unused_parameters()}
     for i, layer in enumerate(model.layers):

@@ -56,6 +56,16 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def assert_same_run(ref, out, ckpt='ckpt_10'):
+    """losses.csv (every column) and the final weights of run out equal those of run ref exactly."""
+    a, b = read_csv(ref / 'losses.csv'), read_csv(out / 'losses.csv')
+    mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
+    assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
+    wa, wb = load_file(str(ref / ckpt / 'model.safetensors')), load_file(str(out / ckpt / 'model.safetensors'))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the reference run'
+    return a
+
+
 def configure(argv, defaults):
     """Run configurator.py on argv over a copy of defaults, as train.py does; returns the resulting globals."""
     g = dict(defaults, __builtins__=__builtins__)
@@ -438,11 +448,7 @@ def test_resume_skips_a_truncated_newest_checkpoint(tiny_data, tmp_path, uninter
     log = (tmp_path / 'log.txt').read_text()
     assert f'skipping checkpoint {tmp_path / "ckpt_7"}: {broken} is' in log and 'resuming from ' + str(tmp_path / 'ckpt_4') in log, log[-2000:]
     assert sorted(d for d in os.listdir(tmp_path) if d.startswith('ckpt')) == ['ckpt_10', 'ckpt_7.broken', 'ckpt_8']
-    a, b = read_csv(ref / 'losses.csv'), read_csv(tmp_path / 'losses.csv')
-    mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
-    assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
-    wa, wb = load_file(str(ref / 'ckpt_10' / 'model.safetensors')), load_file(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
-    assert all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the uninterrupted run'
+    assert_same_run(ref, tmp_path)
 
 # -----------------------------------------------------------------------------
 # the fused optimizer path
@@ -514,11 +520,7 @@ def test_sigkill_mid_run_resumes_exactly(tiny_data, tmp_path, uninterrupted):
     proc.wait()
     assert not (tmp_path / 'ckpt_10').exists(), 'the run finished before it could be killed; the test proves nothing'
     run_train(tiny_args(tiny_data, tmp_path, '--max_iters=10', '--init_from=resume', *common))
-    a, b = read_csv(ref / 'losses.csv'), read_csv(tmp_path / 'losses.csv')
-    mismatch = [(ra, rb) for ra, rb in zip(a, b) if ra != rb]
-    assert len(a) == len(b) and not mismatch, f'{len(a)} vs {len(b)} rows; first mismatch {mismatch[:1]}'
-    wa, wb = load_file(str(ref / 'ckpt_10' / 'model.safetensors')), load_file(str(tmp_path / 'ckpt_10' / 'model.safetensors'))
-    assert all(torch.equal(wa[k], wb[k]) for k in wa), 'final weights differ from the uninterrupted run'
+    assert_same_run(ref, tmp_path)
 
 
 def test_bench_trace_summary_counts_kinds_and_idle():

@@ -422,13 +422,13 @@ def state_bytes(conf):
     return weights, trainable, 4 * sum(p.numel() for p in m.parameters()) if conf['ema'] else 0
 
 
-def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64, grad_accum=1):
+def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64, grad_accum=1, states=None):
     """Predicted peak GiB of a training step, by component: weights, gradients, AdamW moments, EMA, activations of
     micro_batch samples (ACT_GIB scaled to this layout and model), transient. The peak is the larger of a micro-step's
     backward (its activations, plus the gradients of earlier micro-steps when grad_accum > 1) and the optimizer step
-    (gradients, no activations)."""
+    (gradients, no activations). states: state_bytes(conf), when the caller has it already."""
     cfg = model_config(conf)
-    weights, trainable, ema = state_bytes(conf)
+    weights, trainable, ema = states or state_bytes(conf)
     ref = M.configs['pi05']
     tokens = (cameras * cfg.patches + prompt_slots) / (2 * ref.patches + 64)   # Gemma-side activations scale with
     size = (cfg.width * cfg.depth) / (ref.width * ref.depth)                  # prefix tokens and width x depth,
@@ -460,15 +460,15 @@ def plan_fit(conf, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
     micro_batch='auto'). Returns (micro_batch, grad_accum, recompute, plan) or raises SystemExit naming what to
     change."""
     per_gpu = (32 if conf['micro_batch'] == 'auto' else conf['micro_batch']) * conf['grad_accum']
-    best = None
+    best, states = None, state_bytes(conf)
     for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
         for rc in FIT_RECOMPUTE:
-            plan = memory_plan(conf, B, rc, cameras, prompt_slots, per_gpu // B)
+            plan = memory_plan(conf, B, rc, cameras, prompt_slots, per_gpu // B, states)
             t = step_ms(B, per_gpu // B, rc, conf['lora'])
             if plan['peak'] <= gpu_gib - margin_gib and (best is None or t < best[0]):
                 best = (t, B, rc, plan)
     if best is None:
-        smallest = memory_plan(conf, 1, 'full', cameras, prompt_slots)['peak']
+        smallest = memory_plan(conf, 1, 'full', cameras, prompt_slots, per_gpu, states)['peak']
         raise SystemExit(f"train.py: nothing fits {gpu_gib:.1f} GiB with param_dtype={conf['param_dtype']!r}, "
                          f"lora={conf['lora']} (micro-batch 1 with full recompute needs {smallest:.1f} GiB): "
                          f"try param_dtype='bfloat16' or lora=True")
