@@ -38,7 +38,6 @@ Runtime dependencies: torch, numpy, tqdm. Preparation also needs pyarrow, pillow
 
 import io
 import json
-import math
 import os
 import queue
 import re
@@ -94,7 +93,8 @@ class WordTokenizer:
         self.vocab = self.specials + sorted(set(words))
         self.ids = {w: i for i, w in enumerate(self.vocab)}
 
-    def split(self, text):
+    @staticmethod
+    def split(text):
         return re.findall(r"\n|-?\d+|[A-Za-z]+|[^\sA-Za-z\d]", text)
 
     def encode(self, text, add_bos=False):
@@ -102,6 +102,11 @@ class WordTokenizer:
 
     def decode(self, ids):
         return " ".join(self.vocab[i] for i in ids if i > 2)
+
+def word_tokenizer(tasks):
+    """a WordTokenizer for these task strings in both prompt formats (for models trained from scratch)."""
+    words = ["Task", "State", "Action", ":", ",", ";", "\n"] + [str(i) for i in range(-1, 256)]
+    return WordTokenizer(words + [w for t in tasks for w in WordTokenizer.split(clean_text(t))])
 
 def load_tokenizer(path):
     try:
@@ -518,7 +523,7 @@ def _finite_frames(jobs, lows, drop):
                         f"source dataset or pass --drop_nonfinite to skip those frames")
     return keep, bad
 
-def _finish(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len, stats=None):
+def write_prepared(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len, stats=None):
     """write low-dim arrays, stats, both token tables and meta.json (last, so its presence means complete).
     stats: a stats.json / openpi norm_stats.json to use instead of computing them from this data."""
     N = len(state)
@@ -578,8 +583,9 @@ def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, 
         import PIL  # noqa: F401
     except ImportError as err:
         raise ImportError(f"preparing a LeRobot dataset needs pyarrow and pillow: pip install pyarrow pillow ({err})")
-    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
     info, tasks, jobs = _scan_lerobot(src, cameras, state_key, action_key, wrist)
+    words = tokenizer == "words"
+    tok = word_tokenizer(tasks.values()) if words else load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
     keys = jobs[0]["keys"]
     lows = [_low_dim(j) for j in tqdm(jobs, desc="read low-dim", unit="episode", disable=len(jobs) < 100)]
     for name, k in (("state", 0), ("actions", 1)):
@@ -625,9 +631,11 @@ def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, 
                 cameras=keys["names"], camera_keys=keys["cams"], wrist=keys["wrist"], state_key=keys["state"],
                 action_key=keys["actions"], image_size=S, fps=float(info["fps"]), episode_index=[j["episode"] for j in jobs],
                 dropped_frames=dropped,
-                tokenizer=os.path.abspath(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
+                tokenizer="words" if words else os.path.abspath(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else type(tok).__name__,
                 vocab_size=int(tok.get_piece_size()) if hasattr(tok, "get_piece_size") else len(tok.vocab))
-    return _finish(out, meta, state, actions, starts, task, [tasks[t] for t in order], tok, max_token_len, stats)
+    if words:
+        meta["vocab"] = tok.vocab
+    return write_prepared(out, meta, state, actions, starts, task, [tasks[t] for t in order], tok, max_token_len, stats)
 
 def inspect(src, tokenizer=None, cameras=None, state_key=None, action_key=None, wrist=None, max_token_len=200,
             stats=None, out=print):
@@ -647,7 +655,8 @@ def inspect(src, tokenizer=None, cameras=None, state_key=None, action_key=None, 
     st = load_stats(stats)["state"] if stats else compute_stats(np.concatenate([low[0] for low in lows]))
     s0, task = lows[0][0][0], tasks[int(lows[0][2][0])]
     nstate = normalize(s0, np.asarray(st["q01"], np.float32), np.asarray(st["q99"], np.float32))
-    tok = load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
+    tok = (word_tokenizer(tasks.values()) if tokenizer == "words" else
+           load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer)
     for fmt, state in (("pi05", nstate), ("pi0", None)):
         n = f", {len(encode_prompt(tok, task, state))} tokens" if tok else ""
         out(f"prompt of frame 0 ({fmt}){n}: {format_prompt(task, state)!r}")
@@ -655,154 +664,6 @@ def inspect(src, tokenizer=None, cameras=None, state_key=None, action_key=None, 
         long = [t for t in tasks.values() if len(encode_prompt(tok, t)) > max_token_len]
         out(f"{len(long)} of {len(tasks)} tasks exceed max_token_len={max_token_len} in the pi0 format")
     return dict(info=info, keys=keys, episodes=len(jobs), tasks=tasks)
-
-# -----------------------------------------------------------------------------
-# synthetic dataset: coloured shapes, a gripper marker, "move to the red square"
-
-COLORS = {"red": (220, 40, 40), "green": (40, 180, 60), "blue": (50, 80, 230), "yellow": (230, 210, 40)}
-SHAPES = ("square", "circle", "triangle")
-OBJ_R, STEP, WRIST_HALF, HOLD = 0.09, 0.03, 0.25, 3  # object radius, move per frame, wrist half-width, frames held closed
-
-def _inside(shape, dx, dy):
-    if shape == "square":
-        return (np.abs(dx) <= 0.8 * OBJ_R) & (np.abs(dy) <= 0.8 * OBJ_R)
-    if shape == "circle":
-        return dx * dx + dy * dy <= OBJ_R * OBJ_R
-    return (np.abs(dy) <= OBJ_R) & (np.abs(dx) <= (dy + OBJ_R) / 2)  # apex up (y grows downward)
-
-def _render(xy, objects, grip, closed):
-    """xy: (T, S, S, 2) scene coords of each pixel; returns uint8 (T, 3, S, S)."""
-    x, y = xy[..., 0], xy[..., 1]
-    img = np.full(x.shape + (3,), 100, np.uint8)
-    img[(x < 0) | (x > 1) | (y < 0) | (y > 1)] = 25  # off the table (wrist view near the edge)
-    for color, shape, px, py in objects:
-        img[_inside(shape, x - px, y - py)] = COLORS[color]
-    dx, dy = x - grip[:, 0, None, None], y - grip[:, 1, None, None]
-    cross = ((np.abs(dx) < 0.015) & (np.abs(dy) < 0.05)) | ((np.abs(dy) < 0.015) & (np.abs(dx) < 0.05))
-    img[cross & ~closed[:, None, None]] = 255
-    img[cross & closed[:, None, None]] = 0
-    return img.transpose(0, 3, 1, 2)
-
-SYNTHETIC_TASKS = [f"move to the {c} {s}" for c in COLORS for s in SHAPES]
-ACTION_SCALE = 10  # actions hold 10x the gripper's displacement, so they are of order 0.3 like LIBERO's
-
-def render_views(objects, grips, closed, size):
-    """the two cameras of the synthetic task, for T gripper positions (T, 2) and closed flags (T,):
-    uint8 (T, 2, 3, S, S), 'image' (the whole table) then 'wrist_image' (a zoomed view centred on the gripper)."""
-    pix = (np.arange(size) + 0.5) / size
-    full = np.stack(np.meshgrid(pix, pix, indexing="xy"), -1)  # (S, S, 2) as (x, y)
-    T = len(grips)
-    table = _render(np.broadcast_to(full, (T, size, size, 2)), objects, grips, closed)
-    wrist = _render((full - 0.5)[None] * 2 * WRIST_HALF + grips[:, None, None], objects, grips, closed)
-    return np.stack([table, wrist], 1)
-
-class Scene:
-    """the synthetic task as a small simulator. three distinct (colour, shape) objects on a grey table, a gripper
-    (a cross) and an instruction naming one of them. step(action) moves the gripper by action[:2] / ACTION_SCALE,
-    at most STEP per step, and closes it for good when action[6] > 0; the episode ends when it closes, a success
-    when that happens within OBJ_R of the named object. make_synthetic records the expert in this simulator, so a
-    replay of a dataset episode's actions reproduces its frames."""
-
-    def __init__(self, objects, target, grip):
-        self.objects, self.target = [tuple(o) for o in objects], int(target)
-        self.grip, self.closed = np.array(grip, np.float64), False
-
-    @classmethod
-    def random(cls, rng):
-        """objects apart enough not to overlap; the gripper starts 0.5-1.0 from the named object."""
-        combos = rng.choice(len(COLORS) * len(SHAPES), 3, replace=False)
-        while True:
-            pos = rng.uniform(0.15, 0.85, (3, 2))
-            if min(np.linalg.norm(pos[i] - pos[j]) for i in range(3) for j in range(i)) > 3 * OBJ_R:
-                break
-        target = int(rng.integers(3))
-        while True:
-            g = rng.uniform(0.05, 0.95, 2)
-            if 0.5 <= np.linalg.norm(pos[target] - g) <= 1.0:
-                break
-        objects = [(list(COLORS)[k // len(SHAPES)], SHAPES[k % len(SHAPES)], float(x), float(y)) for k, (x, y) in zip(combos, pos)]
-        return cls(objects, target, g)
-
-    @property
-    def task(self):
-        color, shape = self.objects[self.target][:2]
-        return f"move to the {color} {shape}"
-
-    def distance(self):
-        return float(np.linalg.norm(np.array(self.objects[self.target][2:]) - self.grip))
-
-    def expert_length(self):
-        return int(math.ceil(self.distance() / STEP)) + HOLD
-
-    def state(self):
-        return np.array([self.grip[0], self.grip[1], 1.0 if self.closed else -1.0], np.float32)
-
-    def images(self, size):
-        return render_views(self.objects, self.grip[None], np.array([self.closed]), size)[0]
-
-    def expert_action(self):
-        """straight at the named object, STEP per step; grip +1 from the step that reaches it"""
-        d = np.array(self.objects[self.target][2:]) - self.grip
-        dist = np.linalg.norm(d)
-        move = d if dist <= STEP else d / dist * STEP
-        grip = 1.0 if self.closed or dist <= STEP else -1.0
-        return np.array([move[0] * ACTION_SCALE, move[1] * ACTION_SCALE, 0, 0, 0, 0, grip], np.float32)
-
-    def step(self, action):
-        """-> done. the gripper moves, then closes if asked; closing ends the episode."""
-        a = np.asarray(action, np.float64)
-        move = a[:2] / ACTION_SCALE
-        n = np.linalg.norm(move)
-        self.grip = self.grip + (move * (STEP / n) if n > STEP else move)
-        self.closed = self.closed or bool(a[6] > 0)
-        return self.closed
-
-    def success(self):
-        return self.closed and self.distance() <= OBJ_R
-
-def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32):
-    """write a small learnable dataset in the prepared format, the expert of Scene recorded for `episodes`
-    scenes (20-37 frames each; the gripper holds closed for HOLD frames at the end). actions (7, LIBERO-like) =
-    [10 dx, 10 dy, 0, 0, 0, 0, grip]; state = [x, y, closed]. the right action needs the image (where things
-    are) and the instruction (which one). cameras: 'image' (whole table) and 'wrist_image' (zoomed on the
-    gripper). per-episode objects, targets and start positions go to synthetic.json (for oracles and replays)."""
-    rng = np.random.default_rng(seed)
-    S = image_size
-    scenes = [Scene.random(rng) for _ in range(episodes)]
-    lengths = np.array([sc.expert_length() for sc in scenes], np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    N = int(starts[-1])
-    os.makedirs(out_dir, exist_ok=True)
-    ims = [np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S))
-           for c in range(2)]
-    state, actions = np.zeros((N, 3), np.float32), np.zeros((N, 7), np.float32)
-    task_index = np.zeros(N, np.int32)
-    info = []
-    for e, (sc, T) in enumerate(zip(scenes, lengths)):
-        s0 = int(starts[e])
-        info.append({"objects": [list(o) for o in sc.objects], "target": sc.target, "grip": sc.grip.tolist()})
-        grips, closed = np.zeros((T, 2)), np.zeros(T, bool)
-        for t in range(T):
-            grips[t], closed[t], state[s0 + t] = sc.grip, sc.closed, sc.state()
-            actions[s0 + t] = sc.expert_action()
-            sc.step(actions[s0 + t])
-        task_index[s0:s0 + T] = SYNTHETIC_TASKS.index(sc.task)
-        views = render_views(sc.objects, grips, closed, S)
-        ims[0][s0:s0 + T], ims[1][s0:s0 + T] = views[:, 0], views[:, 1]
-    for m in ims:
-        m.flush()
-    del ims
-    with open(os.path.join(out_dir, "synthetic.json"), "w") as f:
-        json.dump({"episodes": info, "step": STEP, "action_scale": ACTION_SCALE}, f)
-    tok = synthetic_tokenizer()
-    cameras = ["image", "wrist_image"]
-    meta = dict(format=1, source="synthetic", cameras=cameras, wrist=[is_wrist(c) for c in cameras],
-                image_size=S, fps=10.0, tokenizer="words", vocab=tok.vocab, vocab_size=len(tok.vocab), seed=seed)
-    return _finish(out_dir, meta, state, actions, starts, task_index, SYNTHETIC_TASKS, tok, max_token_len)
-
-def synthetic_tokenizer():
-    words = ["Task", "State", "Action", ":", ",", ";", "\n"] + [str(i) for i in range(-1, 256)]
-    return WordTokenizer(words + [w for t in SYNTHETIC_TASKS for w in t.split()])
 
 # -----------------------------------------------------------------------------
 # loader
@@ -869,7 +730,7 @@ def split_episodes(num_episodes, val_fraction=0.05, val_episodes=None):
 def _prepare_hint(data_dir, meta=None):
     src = (meta or {}).get("source")
     if src == "synthetic":
-        return f"python data.py --synthetic --out={data_dir}"
+        return f"python sim.py synthetic --out={data_dir}"
     return f"python data.py --src={src or '<LeRobot dataset>'} --out={data_dir} --tokenizer=<tokenizer.model>"
 
 def _check_npy(path, dtype, shape, hint):
@@ -1136,23 +997,21 @@ class Loader:
 
 def main(argv):
     import argparse
-    p = argparse.ArgumentParser(description="prepare a LeRobot dataset (or a synthetic one) for training")
+    p = argparse.ArgumentParser(description="prepare a LeRobot dataset for training")
     p.add_argument("--src", help="LeRobot dataset root (with meta/info.json)")
     p.add_argument("--out", help="output directory")
-    p.add_argument("--tokenizer", help="SentencePiece model file (PaliGemma tokenizer)")
+    p.add_argument("--tokenizer", help="SentencePiece model file (PaliGemma tokenizer), or 'words': a word "
+                                        "vocabulary of the dataset's tasks, for models trained from scratch")
     p.add_argument("--inspect", action="store_true", help="print what would be prepared, write nothing")
     p.add_argument("--cameras", help="comma-separated camera features, in slot order (default: every image/video feature)")
     p.add_argument("--wrist", help="comma-separated cameras that are wrist cameras (default: those named *wrist*; 'none')")
     p.add_argument("--state_key", help="state feature (default: observation.state or state)")
     p.add_argument("--action_key", help="action feature (default: action or actions)")
     p.add_argument("--drop_nonfinite", action="store_true", help="skip frames with NaN/inf state or actions")
-    p.add_argument("--max_token_len", type=int, default=None, help="200 for real data (pi05), 32 for synthetic")
-    p.add_argument("--image_size", type=int, default=None, help="224 for real data, 64 for synthetic")
+    p.add_argument("--max_token_len", type=int, default=None, help="prompt slots (default 200, pi05's)")
+    p.add_argument("--image_size", type=int, default=None, help="image side after resize_with_pad (default 224)")
     p.add_argument("--workers", type=int, default=os.cpu_count())
     p.add_argument("--stats", default=None, help="use this stats.json / openpi norm_stats.json instead of computing")
-    p.add_argument("--synthetic", action="store_true", help="write the synthetic shapes dataset instead")
-    p.add_argument("--episodes", type=int, default=200, help="synthetic: number of episodes")
-    p.add_argument("--seed", type=int, default=0, help="synthetic: seed")
     args = p.parse_args(argv)
     split = lambda v: None if v is None else [] if v == "none" else v.split(",")
     feats = dict(cameras=split(args.cameras), state_key=args.state_key, action_key=args.action_key, wrist=split(args.wrist))
@@ -1165,15 +1024,11 @@ def main(argv):
             return
         if not args.out:
             p.error("--out is required")
-        if args.synthetic:
-            meta = make_synthetic(args.out, episodes=args.episodes, image_size=args.image_size or 64, seed=args.seed,
-                                  max_token_len=args.max_token_len or 32)
-        else:
-            if not (args.src and args.tokenizer):
-                p.error("--src and --tokenizer are required unless --synthetic")
-            meta = prepare(args.src, args.out, args.tokenizer, max_token_len=args.max_token_len or 200,
-                           image_size=args.image_size or 224, workers=args.workers, stats=args.stats,
-                           drop_nonfinite=args.drop_nonfinite, **feats)
+        if not (args.src and args.tokenizer):
+            p.error("--src and --tokenizer are required")
+        meta = prepare(args.src, args.out, args.tokenizer, max_token_len=args.max_token_len or 200,
+                       image_size=args.image_size or 224, workers=args.workers, stats=args.stats,
+                       drop_nonfinite=args.drop_nonfinite, **feats)
     except DataError as err:
         raise SystemExit(f"data.py: {err}")
     print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, cameras {meta['cameras']} "

@@ -1,16 +1,19 @@
 """
 Closed-loop evaluation of a policy served over the websocket protocol (serve.py): episodes of a simulator driven
 through the client, an action chunk executed and re-planned every `replan` actions (openpi's LIBERO client: 5),
-and the success rate over seeded episodes.
+and the success rate over seeded episodes. The simulators are in sim.py.
 
-    python eval.py --ckpt=out/demo/ckpt_300                     # serves the checkpoint on 127.0.0.1 in this process
-    python eval.py --ckpt=out/demo/ckpt_300 --weights=init      # the same model with random weights, for contrast
+    python eval.py --ckpt=out/demo/ckpt_1000                    # serves the checkpoint on 127.0.0.1 in this process
+    python eval.py --ckpt=out/demo/ckpt_1000 --weights=init     # the same model with random weights, for contrast
     python eval.py --server=127.0.0.1:8000 --episodes=200       # a server already running (python serve.py ...)
+    python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld/ckpt_6000 --workers=10   # Meta-World
     python eval.py --env=libero --suite=libero_spatial --server=127.0.0.1:8000   # LIBERO (hf-libero + MuJoCo)
 
-The synthetic task is data.Scene: the simulator whose expert made the demo dataset (same rendering, same dynamics).
-Episode e starts from Scene.random(np.random.default_rng([seed, e])), scenes the training data (one generator seeded
-0) does not hold. Writes out_dir/episodes.csv (one row per episode) and out_dir/episodes.png (the first episodes).
+synthetic: episode e starts from sim.Scene.random(np.random.default_rng([seed, e])), scenes the training data (one
+generator seeded 0) does not hold. metaworld: episode k of each task resets with seed sim.EVAL_SEED + k (the
+demonstrations use seeds from sim.DEMO_SEED), ends at the first success or after 400 steps (LeRobot's protocol),
+one process per task with `workers` > 1. Writes out_dir/episodes.csv (one row per episode), for Meta-World also
+tasks.csv (success per task), and strips of the first episodes as PNG.
 """
 import csv
 import math
@@ -22,6 +25,7 @@ from tqdm import tqdm
 
 import data
 import serve
+import sim
 
 # -----------------------------------------------------------------------------
 # config (python eval.py --key=value)
@@ -30,26 +34,30 @@ server = ''                # host:port of a running serve.py
 api_key = ''
 weights = 'auto'           # with ckpt: 'auto' | 'ema' | 'model' | 'init' (random weights)
 device = 'auto'
-env = 'synthetic'          # 'synthetic' | 'libero'
+env = 'synthetic'          # 'synthetic' | 'metaworld' | 'libero'
 episodes = 50              # synthetic: seeded episodes
+objects = 0                # synthetic: objects per scene; 0: as in the checkpoint's training data (else 3)
+tasks = 'mt10'             # metaworld: mt10 | mt50 | comma-separated names (reach-v3,push-v3)
+trials = 0                 # metaworld / libero: episodes per task; 0: the benchmark's protocol (10 / 50)
 replan = 5                 # actions executed from each chunk before asking again
-max_steps = 60             # synthetic: steps per episode (the expert needs 20-37)
-image_size = 64            # synthetic: rendered camera size (the policy resizes to its own)
-seed = 1000
-strip = 4                  # episodes drawn in episodes.png; 0: none
+max_steps = 0              # steps per episode; 0: synthetic 60 (the expert needs 20-37), metaworld 400
+image_size = 0             # synthetic / metaworld: rendered camera side; 0: the policy's own image size
+workers = 1                # metaworld: processes running tasks' episodes against the one server
+seed = 1000                # synthetic: episode e is scene (seed, e)
+strip = 4                  # synthetic: episodes drawn in episodes.png (metaworld: every task's first
+                           # episode, 10 tasks per tasks_<k>.png); 0: none
 suite = 'libero_spatial'   # libero: libero_spatial | libero_object | libero_goal | libero_10 | libero_90
-trials = 50                # libero: episodes per task (its fixed initial states)
-out_dir = 'out/eval'
+out_dir = ''               # '': out/eval/<env>_<date-time>, a new directory each run
 # -----------------------------------------------------------------------------
 
 
 def synthetic_episode(infer, scene, keys, size, replan, max_steps):
     """One closed-loop episode of the synthetic task. infer: observation dict -> reply with 'actions'.
-    Returns (success, steps, final distance to the named object, table-camera frames, gripper path)."""
+    Returns (success, steps, final distance to the named object, table-camera frames HWC, gripper path)."""
     frames, path, plan = [], [scene.grip.copy()], []
     for t in range(max_steps):
         views = scene.images(size)
-        frames.append(views[0])
+        frames.append(views[0].transpose(1, 2, 0))
         if not plan:
             obs = {keys['image']: views[0].transpose(1, 2, 0), keys['wrist_image']: views[1].transpose(1, 2, 0),
                    keys['state']: scene.state(), keys['prompt']: scene.task}
@@ -58,26 +66,98 @@ def synthetic_episode(infer, scene, keys, size, replan, max_steps):
         path.append(scene.grip.copy())
         if done:
             break
-    frames.append(scene.images(size)[0])
+    frames.append(scene.images(size)[0].transpose(1, 2, 0))
     return scene.success(), t + 1, scene.distance(), frames, np.array(path)
 
 
-def run_synthetic(infer, keys, n, replan=5, max_steps=60, size=64, seed=1000, progress=True):
+def run_synthetic(infer, keys, n, replan=5, max_steps=60, size=64, seed=1000, objects=3, progress=True):
     """n seeded episodes; returns one dict per episode."""
     rows = []
     bar = tqdm(range(n), desc='episodes', disable=not progress)
     for e in bar:
-        scene = data.Scene.random(np.random.default_rng([seed, e]))
+        scene = sim.Scene.random(np.random.default_rng([seed, e]), objects)
         task = scene.task
         ok, steps, dist, frames, path = synthetic_episode(infer, scene, keys, size, replan, max_steps)
         rows.append(dict(episode=e, task=task, success=int(ok), steps=steps, distance=round(dist, 4),
-                         frames=frames, path=path))
+                         frames=frames, path=path * size - 0.5, label=f"{task[12:]}\n{'success' if ok else 'failure'}"))
         bar.set_postfix(success=f"{np.mean([r['success'] for r in rows]):.0%}")
     return rows
 
 
-def plot_strip(rows, path, n=4, size=64):
-    """The first n episodes, four frames each from start to end, the gripper's path drawn on the last."""
+def metaworld_task(job):
+    """All episodes of one Meta-World task against the server at job['address'] (its own connection, so tasks
+    can run in parallel processes). Returns one dict per episode; the first keeps its table-camera frames."""
+    os.environ.setdefault('MUJOCO_GL', 'egl')
+    host, port = job['address']
+    client = serve.Client(host, port, job['api_key'])
+    keys = client.metadata['observation_keys']
+    env_ = sim.MetaWorld(job['task'], job['size'])
+    rows = []
+    try:
+        for k in range(job['trials']):
+            env_.reset(job['seed'] + k)
+            frames, plan = [], []
+            for t in range(job['max_steps']):
+                views = env_.images()
+                if k == 0 and t % 4 == 0:
+                    frames.append(views[0])
+                if not plan:
+                    obs = {keys['image']: views[0], keys['wrist_image']: views[1], keys['state']: env_.state(),
+                           keys['prompt']: env_.instruction}
+                    plan = list(np.asarray(client.infer(obs)['actions'])[:job['replan']])
+                if env_.step(plan.pop(0)):
+                    break
+            if k == 0:
+                frames.append(env_.images()[0])
+            rows.append(dict(task=job['task'], episode=k, seed=job['seed'] + k, success=int(env_.success), steps=t + 1,
+                             difficulty=sim.difficulty(job['task']), frames=frames if k == 0 else None,
+                             label=f"{job['task']}\n{'success' if env_.success else 'failure'}"))
+    finally:
+        env_.close()
+        client.close()
+    return rows
+
+
+def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=128, workers=1, api_key=None,
+                  seed=sim.EVAL_SEED, progress=True):
+    """Every task's `trials` episodes (seeds seed, seed + 1, ...) against the policy server at address (host, port),
+    `workers` tasks at a time in separate processes. Returns one dict per episode, in task order."""
+    import multiprocessing as mp
+    jobs = [dict(address=address, api_key=api_key, task=t, trials=trials, replan=replan, max_steps=max_steps,
+                 size=size, seed=seed) for t in task_names]
+    done, bar = {}, tqdm(total=len(jobs) * trials, desc='episodes', disable=not progress)
+    if workers > 1:  # spawn: every worker starts its own MuJoCo and GL context
+        with mp.get_context('spawn').Pool(min(workers, len(jobs))) as pool:
+            for rows in pool.imap_unordered(metaworld_task, jobs):
+                done[rows[0]['task']] = rows
+                bar.update(len(rows))
+                bar.set_postfix(success=f"{np.mean([r['success'] for v in done.values() for r in v]):.0%}")
+    else:
+        for job in jobs:
+            rows = metaworld_task(job)
+            done[job['task']] = rows
+            bar.update(len(rows))
+    bar.close()
+    return [r for t in task_names for r in done[t]]
+
+
+def task_table(rows):
+    """Markdown lines: success per task, per difficulty group and the average over tasks."""
+    names = list(dict.fromkeys(r['task'] for r in rows))
+    rate = {t: np.mean([r['success'] for r in rows if r['task'] == t]) for t in names}
+    lines = ['| task | difficulty | success |', '|---|---|---|']
+    lines += [f"| {t} | {sim.difficulty(t)} | {100 * rate[t]:.0f}% |" for t in names]
+    for g in ('easy', 'medium', 'hard', 'very hard'):
+        members = [rate[t] for t in names if sim.difficulty(t) == g]
+        if members and len(members) < len(names):
+            lines.append(f"| {g} ({len(members)} tasks) | | {100 * np.mean(members):.1f}% |")
+    lines.append(f"| **average ({len(names)} tasks)** | | **{100 * np.mean(list(rate.values())):.1f}%** |")
+    return lines
+
+
+def plot_strip(rows, path, n=4):
+    """The first n rows' episodes, four frames each from start to end (HWC), labelled; a row's 'path' (pixel
+    coordinates) is drawn on its last frame."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -87,11 +167,12 @@ def plot_strip(rows, path, n=4, size=64):
         frames = r['frames']
         for j, ax in enumerate(ax_row):
             i = round(j * (len(frames) - 1) / 3)
-            ax.imshow(frames[i].transpose(1, 2, 0))
+            ax.imshow(frames[i])
             ax.set_xticks([]), ax.set_yticks([])
-            ax.set_title(f'step {i}', fontsize=8)
-        ax_row[-1].plot(r['path'][:, 0] * size - 0.5, r['path'][:, 1] * size - 0.5, color='w', lw=1)
-        ax_row[0].set_ylabel(f"{r['task'][12:]}\n{'success' if r['success'] else 'failure'}", fontsize=8)
+            ax.set_title('start' if j == 0 else 'end' if j == 3 else '', fontsize=8)
+        if r.get('path') is not None:
+            ax_row[-1].plot(r['path'][:, 0], r['path'][:, 1], color='w', lw=1)
+        ax_row[0].set_ylabel(r['label'], fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -118,14 +199,14 @@ def run_libero(infer, keys, suite_name, trials, replan):
     for task_id in tqdm(range(tasks.n_tasks), desc=suite_name):
         task = tasks.get_task(task_id)
         bddl = os.path.join(get_libero_path('bddl_files'), task.problem_folder, task.bddl_file)
-        sim = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=256, camera_widths=256)
-        sim.seed(seed)
+        venv = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=256, camera_widths=256)
+        venv.seed(seed)
         for trial, init in enumerate(tasks.get_task_init_states(task_id)[:trials]):
-            sim.reset()
-            o, done, plan = sim.set_init_state(init), False, []
+            venv.reset()
+            o, done, plan = venv.set_init_state(init), False, []
             for t in range(longest[suite_name] + wait):
                 if t < wait:
-                    o, _, done, _ = sim.step(dummy)
+                    o, _, done, _ = venv.step(dummy)
                     continue
                 if not plan:
                     img = data.resize_with_pad(np.ascontiguousarray(o['agentview_image'][::-1, ::-1]), 224)
@@ -134,11 +215,11 @@ def run_libero(infer, keys, suite_name, trials, replan):
                     obs = {keys['image']: img, keys['wrist_image']: wrist, keys['state']: state.astype(np.float32),
                            keys['prompt']: str(task.language)}
                     plan = list(np.asarray(infer(obs)['actions'])[:replan])
-                o, _, done, _ = sim.step(plan.pop(0).tolist())
+                o, _, done, _ = venv.step(plan.pop(0).tolist())
                 if done:
                     break
             rows.append(dict(episode=len(rows), task=task.language, success=int(done), steps=t + 1, distance=''))
-        sim.close()
+        venv.close()
     return rows
 
 
@@ -147,10 +228,17 @@ if __name__ == '__main__':
     import torch
     if not (ckpt or server):
         raise SystemExit('eval.py: pass --ckpt=<checkpoint directory> (served here) or --server=host:port')
+    if env not in ('synthetic', 'metaworld', 'libero'):
+        raise SystemExit(f"eval.py: env={env!r}: expected 'synthetic', 'metaworld' or 'libero'")
+    if env == 'metaworld':
+        try:
+            task_names = sim.metaworld_tasks(tasks)
+        except ValueError as err:
+            raise SystemExit(f'eval.py: {err}')
     local = None
     if server:
         h, _, p = server.rpartition(':')
-        client = serve.Client(h or '127.0.0.1', int(p), api_key or None)
+        address = (h or '127.0.0.1', int(p))
     else:
         dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
         try:
@@ -158,29 +246,53 @@ if __name__ == '__main__':
         except (FileNotFoundError, ValueError) as err:
             raise SystemExit(f'eval.py: {err}')
         local = serve.PolicyServer(policy, '127.0.0.1', 0).start()
-        client = serve.Client('127.0.0.1', local.port)
+        address = ('127.0.0.1', local.port)
+    try:
+        client = serve.Client(*address, api_key or None)
+    except OSError as err:
+        raise SystemExit(f'eval.py: no policy server at {address[0]}:{address[1]} ({err}); start one with '
+                         f'python serve.py --ckpt=<checkpoint>, or pass --ckpt= to serve one here')
     meta = client.metadata
     keys = meta['observation_keys']
+    size = image_size or meta.get('image_size') or 64
+    out_dir = out_dir or os.path.join('out', 'eval', f"{env}_{time.strftime('%Y%m%d-%H%M%S')}")
+    os.makedirs(out_dir, exist_ok=True)
     print(f"policy: {meta['checkpoint']} ({meta['weights']} weights), horizon {meta['action_horizon']}, "
-          f"action dim {meta['action_dim']}, keys {keys}")
+          f"action dim {meta['action_dim']}, keys {keys} | writing {out_dir}")
     t0 = time.perf_counter()
     if env == 'libero':
-        rows = run_libero(client.infer, keys, suite, trials, replan)
+        rows = run_libero(client.infer, keys, suite, trials or 50, replan)
+    elif env == 'metaworld':
+        rows = run_metaworld(address, task_names, trials or 10, replan, max_steps or sim.MAX_STEPS, size, workers,
+                             api_key or None)
     else:
-        rows = run_synthetic(client.infer, keys, episodes, replan, max_steps, image_size, seed)
+        n_obj = objects or (meta.get('sim') or {}).get('objects', 3)
+        rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, seed, n_obj)
     client.close()
     if local is not None:
         local.stop()
-    os.makedirs(out_dir, exist_ok=True)
+    fields = {'synthetic': ['episode', 'task', 'success', 'steps', 'distance'],
+              'metaworld': ['task', 'difficulty', 'episode', 'seed', 'success', 'steps'],
+              'libero': ['episode', 'task', 'success', 'steps']}[env]
     with open(os.path.join(out_dir, 'episodes.csv'), 'w', newline='') as f:
-        w = csv.DictWriter(f, ['episode', 'task', 'success', 'steps', 'distance'], extrasaction='ignore')
+        w = csv.DictWriter(f, fields, extrasaction='ignore')
         w.writeheader()
         w.writerows(rows)
-    if env == 'synthetic' and strip:
+    if env == 'metaworld':
+        lines = task_table(rows)
+        with open(os.path.join(out_dir, 'tasks.md'), 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        print('\n'.join(lines))
+    firsts = [r for r in rows if r.get('frames') is not None]  # synthetic: every episode; metaworld: one per task
+    if strip and firsts:
         try:
-            plot_strip(rows, os.path.join(out_dir, 'episodes.png'), strip, image_size)
+            if env == 'synthetic':
+                plot_strip(firsts, os.path.join(out_dir, 'episodes.png'), strip)
+            else:
+                for i in range(0, len(firsts), 10):
+                    plot_strip(firsts[i:i + 10], os.path.join(out_dir, f'tasks_{i // 10}.png'), 10)
         except ImportError:
-            print('no matplotlib: no episodes.png')
+            print('no matplotlib: no strips')
     rate = np.mean([r['success'] for r in rows])
     print(f"success rate {rate:.1%} ({sum(r['success'] for r in rows)} of {len(rows)} episodes, {env}"
           f"{' ' + suite if env == 'libero' else ''}, replan every {replan}) in {time.perf_counter() - t0:.0f} s | "

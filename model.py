@@ -67,6 +67,9 @@ configs = {
     'demo': Pi05Config(image_size=64, patch=8, vit_width=128, vit_depth=3, vit_mlp=256, vit_heads=4, width=128,
                        depth=4, mlp=384, vocab=1024, expert_width=64, expert_mlp=192, heads=4, head_dim=32,
                        action_horizon=10, max_token_len=32),
+    'small': Pi05Config(image_size=128, patch=16, vit_width=256, vit_depth=6, vit_mlp=1024, vit_heads=4, width=384,
+                        depth=6, mlp=1536, vocab=1024, expert_width=192, expert_mlp=768, heads=6, head_dim=64,
+                        action_horizon=10, max_token_len=48),
 }
 
 # -----------------------------------------------------------------------------

@@ -17,12 +17,12 @@ naming the problem (the server goes on serving). Requests of all clients are ser
 
 `Policy` does exactly the training-time preprocessing (resize with padding, uint8 -> [-1, 1], state normalisation,
 the checkpoint's prompt format and tokenizer) and unnormalises the actions; everything it needs is in the checkpoint
-directory train.py writes (policy.json, norm_stats.json, tokenizer.model), so a checkpoint copied alone serves.
+directory (checkpoint.py: policy.json, norm_stats.json, tokenizer.model), so a checkpoint copied alone serves, and a
+run directory (--ckpt=out/demo) serves its newest good checkpoint.
 On a GPU, `GraphedSampler` compiles the inference layers and replays all of sample_actions (prefix pass and the
 10 denoising steps) as one CUDA graph per input shape.
 """
 import hmac
-import json
 import os
 import threading
 import time
@@ -32,6 +32,7 @@ from http import HTTPStatus
 import numpy as np
 import torch
 
+import checkpoint
 import data
 import model as M
 
@@ -89,18 +90,6 @@ class ObservationError(ValueError):
     """A request the policy cannot use; the message names the key and what is wrong."""
 
 
-def load_tokenizer(ckpt_dir, spec):
-    if spec['kind'] == 'words':
-        tok = data.WordTokenizer([])
-        tok.vocab, tok.ids = spec['vocab'], {w: i for i, w in enumerate(spec['vocab'])}
-        return tok
-    path = os.path.join(ckpt_dir, spec['file'])
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} not found: the checkpoint has no tokenizer (train.py copies the one "
-                                f"meta.json names, {spec.get('source')}); copy the tokenizer model there")
-    return data.load_tokenizer(path)
-
-
 class GraphedSampler:
     """sample_actions replayed from a CUDA graph, one graph per input shape (batch size, camera slots, prompt
     slots), captured on first use; with compile=True the inference layers are compiled first (model.compile_inference),
@@ -144,16 +133,10 @@ class Policy:
     random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides."""
 
     def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None):
-        path = os.path.join(ckpt_dir, 'policy.json')
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found: --ckpt takes a checkpoint directory written by train.py "
-                                    f"(out_dir/ckpt_<iter>)")
-        with open(path) as f:
-            self.info = info = json.load(f)
+        ckpt_dir = checkpoint.find(ckpt_dir)  # a run directory serves its newest good checkpoint
+        self.info, self.stats, self.tokenizer = info, _, _ = checkpoint.read_policy(ckpt_dir)
         self.ckpt_dir, self.device = ckpt_dir, torch.device(device)
         self.cfg = M.Pi05Config(**info['model'])
-        self.stats = data.load_stats(os.path.join(ckpt_dir, 'norm_stats.json'))
-        self.tokenizer = load_tokenizer(ckpt_dir, info['tokenizer'])
         if weights == 'auto':
             weights = 'ema' if os.path.exists(os.path.join(ckpt_dir, 'ema.safetensors')) else 'model'
         self.weights = weights
@@ -174,8 +157,9 @@ class Policy:
     def metadata(self):
         i = self.info
         return dict(model_name=i['model_name'], action_horizon=self.cfg.action_horizon, action_dim=i['action_dim'],
-                    cameras=i['cameras'], observation_keys=self.keys, prompt_format=i['prompt_format'],
-                    checkpoint=os.path.abspath(self.ckpt_dir), weights=self.weights)
+                    state_dim=i['state_dim'], image_size=self.cfg.image_size, cameras=i['cameras'],
+                    observation_keys=self.keys, prompt_format=i['prompt_format'],
+                    checkpoint=os.path.abspath(self.ckpt_dir), weights=self.weights, sim=i.get('sim'))
 
     def _image(self, obs, camera):
         key = self.keys[camera]

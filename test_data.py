@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import data
+import sim
 
 TASKS = ["pick up the black bowl and place it on the plate", "open_the top drawer\n", "turn on the stove"]
 H_IMG, W_IMG, S = 40, 56, 32  # non-square source frames -> resize_with_pad to 32x32
@@ -474,7 +475,7 @@ def test_normalize_formula_and_round_trip():
 @pytest.fixture(scope="module")
 def syn(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("syn"))
-    data.make_synthetic(out, episodes=40, image_size=16, seed=1)
+    sim.make_synthetic(out, episodes=40, image_size=16, seed=1)
     return out
 
 def batches_equal(a, b):
@@ -669,13 +670,13 @@ def test_synthetic_needs_image_and_instruction(syn):
         assert len({(o[0], o[1]) for o in objs}) == 3, "objects must be distinct so the instruction picks one"
         px = lambda v: min(int(v * img.shape[-1]), img.shape[-1] - 1)
         if np.linalg.norm(state[starts[e], :2] - [x, y]) > 0.1:  # target not under the gripper in frame 0
-            assert tuple(img[starts[e], :, px(y), px(x)]) == data.COLORS[c], (e, objs[k])
+            assert tuple(img[starts[e], :, px(y), px(x)]) == sim.COLORS[c], (e, objs[k])
         for i in range(starts[e], starts[e + 1]):
             for j, o in enumerate(objs):  # the scene's other objects: right image, wrong instruction
                 d = np.array(o[2:]) - state[i, :2]
                 dist = np.linalg.norm(d)
-                move = d if dist <= data.STEP else d / dist * data.STEP
-                closed = state[i, 2] > 0 or dist <= data.STEP
+                move = d if dist <= sim.STEP else d / dist * sim.STEP
+                closed = state[i, 2] > 0 or dist <= sim.STEP
                 err = (acts[i] - [move[0] * 10, move[1] * 10, 0, 0, 0, 0, 1 if closed else -1]) ** 2
                 (oracle if j == k else wrong).append(err)
     oracle, wrong = np.mean(oracle), np.mean(wrong)

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import data
+import sim
 import eval as evaluation
 import serve
 
@@ -28,7 +29,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 def trained(tmp_path_factory):
     """A 3-iteration tiny run on a synthetic dataset: (checkpoint directory, data directory)."""
     root = tmp_path_factory.mktemp('serve')
-    data.make_synthetic(str(root / 'data'), episodes=12, image_size=28, seed=0, max_token_len=24)
+    sim.make_synthetic(str(root / 'data'), episodes=12, image_size=28, seed=0, max_token_len=24)
     argv = sys.argv
     sys.argv = ['train.py', '--model_name=tiny', f'--data_dir={root / "data"}', f'--out_dir={root / "out"}',
                 '--device=cpu', '--attn=eager', '--compile=False', '--max_iters=3', '--micro_batch=4',
@@ -162,7 +163,7 @@ def test_simulator_replays_a_dataset_episode(trained):
     state, actions = np.load(os.path.join(d, 'state.npy')), np.load(os.path.join(d, 'actions.npy'))
     for e in (0, 5):
         ep = info[e]
-        scene = data.Scene(ep['objects'], ep['target'], ep['grip'])
+        scene = sim.Scene(ep['objects'], ep['target'], ep['grip'])
         for i in range(starts[e], starts[e + 1]):
             views = scene.images(28)
             assert np.array_equal(views[0], ims[0][i]) and np.array_equal(views[1], ims[1][i]), f'episode {e} frame {i}'
@@ -176,14 +177,14 @@ def test_closed_loop_expert_succeeds_and_random_actions_fail():
             'prompt': 'prompt'}
     successes = []
     for e in range(10):
-        scene = data.Scene.random(np.random.default_rng([1000, e]))
+        scene = sim.Scene.random(np.random.default_rng([1000, e]))
 
         def expert(obs, scene=scene):  # privileged: plans a chunk on a copy of the scene as it is now
-            sim = data.Scene(scene.objects, scene.target, scene.grip)
-            sim.closed, chunk = scene.closed, []
+            copy = sim.Scene(scene.objects, scene.target, scene.grip)
+            copy.closed, chunk = scene.closed, []
             for _ in range(10):
-                chunk.append(sim.expert_action())
-                sim.step(chunk[-1])
+                chunk.append(copy.expert_action())
+                copy.step(chunk[-1])
             return {'actions': np.array(chunk)}
         ok, steps, dist, frames, path = evaluation.synthetic_episode(expert, scene, keys, 32, 5, 60)
         successes.append(ok)

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import data
+import sim
 import model as M
 import train
 from safetensors.torch import load_file
@@ -31,7 +32,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 def tiny_data(tmp_path_factory):
     """A synthetic dataset shaped for the tiny model (28x28 images, 24 prompt slots)."""
     path = str(tmp_path_factory.mktemp('data') / 'syn28')
-    data.make_synthetic(path, episodes=30, image_size=28, seed=0, max_token_len=24)
+    sim.make_synthetic(path, episodes=30, image_size=28, seed=0, max_token_len=24)
     return path
 
 

@@ -17,10 +17,8 @@ parameters come from one generator seeded by (seed, step) and are sliced by each
 batch, so a 2-process run equals a 1-process run with the same global batch and a resumed run an uninterrupted one.
 """
 import csv
-import json
 import math
 import os
-import re
 import resource
 import shutil
 import time
@@ -36,8 +34,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.profiler import record_function
 from tqdm import tqdm
 
+import checkpoint
 import data
 import model as M
+import sim
 
 # -----------------------------------------------------------------------------
 # config: defaults, overridden by config/*.py and --key=value (configurator.py)
@@ -53,6 +53,7 @@ timing_warmup = 3               # first iterations (compilation) are logged one 
 # data
 data_dir = 'data_cache/libero'  # a directory prepared by data.py
 synthetic_episodes = 0          # >0: write a synthetic dataset of this many episodes to data_dir if it is missing
+synthetic_objects = 3           # objects per synthetic scene: 3 (the instruction names one) | 1 (the image suffices)
 val_fraction = 0.05             # share of episodes held out for validation
 prompt_format = 'pi05'          # 'pi05' (task + discretized state) | 'pi0' (task only: openpi's pi05_libero)
 prompt_bucket = 32              # prompt padding cut to a multiple of this many slots; 0: keep max_token_len
@@ -61,6 +62,7 @@ augment = True                  # openpi's training augmentation (crop, rotate, 
 model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
 max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
+image_size = None               # S, image side (a multiple of the patch); None: the model config's (pi05: 224)
 attn = 'sdpa'                   # 'sdpa' | 'flex' | 'eager'; H200, micro-batch 32: sdpa 530 ms, flex 544 ms,
                                 # the same memory (bench.py, 2026-12-01)
 recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute) | 'auto' (plan_fit);
@@ -100,6 +102,8 @@ shard = False                   # multi-GPU: FSDP2 (fully_shard) per joint layer
 ddp_bucket_mb = 0               # DDP gradient bucket size, MiB; 0: one joint layer's gradients, so buckets follow layers
 peak_tflops = 0.0               # per-GPU bf16 peak for MFU; 0: measure a bf16 matmul at startup (CUDA), n/a on CPU
 sample_steps = 10               # Euler steps of sample_actions in evaluation
+direction_dims = 0              # >0: evaluation logs the direction cosine of the first action over these dims
+                                # (Meta-World: 3, dx dy dz); 0: the dataset's meta.json says (synthetic: 2)
 seed = 42
 # -----------------------------------------------------------------------------
 _DEFAULTS = {k: v for k, v in globals().items() if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))}
@@ -122,6 +126,9 @@ def check_config(conf):
                          ('model_name', tuple(M.configs))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
+    patch = M.configs[conf['model_name']].patch
+    if conf['image_size'] is not None and (not isinstance(conf['image_size'], int) or conf['image_size'] % patch):
+        raise ValueError(f"image_size={conf['image_size']!r}: expected a multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
     if conf['micro_batch'] == 'auto' or conf['recompute'] == 'auto':
         if not (conf['micro_batch'] == 'auto' and conf['recompute'] == 'auto'):
             raise ValueError("micro_batch='auto' and recompute='auto' go together (plan_fit chooses both)")
@@ -135,8 +142,9 @@ def check_config(conf):
 
 
 def model_config(conf, **overrides):
-    """model.configs[model_name] with the fields the config sets explicitly (action_horizon, max_token_len)."""
-    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len') if conf[k] is not None}
+    """model.configs[model_name] with the fields the config sets explicitly (action_horizon, max_token_len,
+    image_size)."""
+    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len', 'image_size') if conf[k] is not None}
     return replace(M.configs[conf['model_name']], **fields, **overrides)
 
 
@@ -296,12 +304,29 @@ class EMA:
         torch._foreach_lerp_(self.dst, src, 1.0 - self.decay)
 
 
+def shuffle_observations(batch):
+    """The batch with every sample's observation (images, prompt and state) taken from the next sample, its
+    actions kept: the flow loss on it says how much the model takes from the observation."""
+    keys = ('images', 'image_mask', 'tokens', 'token_mask', 'state')
+    return {k: v.roll(1, 0) if k in keys else v for k, v in batch.items()}
+
+
 @torch.no_grad()
 def evaluate(raw, loader, conf, device, n_iters):
-    """Validation loss with fixed noise and time (the same in every evaluation, so evaluations compare) and the
-    open-loop action error of sample_actions: MSE in the dataset's action units over the real action dims and the
-    valid chunk positions. Every process takes its share of n_iters global batches; sums are all-reduced."""
-    sums, n = torch.zeros(3, dtype=torch.float64, device=device), 0  # loss * B, squared error, valid positions
+    """Validation metrics with fixed noise and time (the same in every evaluation, so evaluations compare):
+      val_loss       the flow loss as trained (loss_dims),
+      real_loss      the flow loss over the dataset's own action dims only (not the zero padding up to 32),
+      shuffled_loss  real_loss with each sample's observation swapped for another's; shuffled - real is what the
+                     model takes from images, prompt and state (a policy that ignores them has no gap),
+      action_mse     open-loop error of sample_actions in the dataset's action units over the real dims and valid
+                     chunk positions,
+      direction_cos  with direction_dims n > 0: cosine between the first predicted and expert action over the
+                     first n dims (the direction of motion), over samples where the expert moves.
+    Every process takes its share of n_iters global batches; sums are all-reduced."""
+    real = loader.meta['action_dim']
+    n_dir = conf['direction_dims'] or loader.meta.get('direction_dims', 0)
+    sums = torch.zeros(7, dtype=torch.float64, device=device)  # B-weighted losses x3, sq err, valid, cos, moving
+    n = 0
     for i in range(n_iters):
         gen = step_generator(conf['seed'], i, device, stream=1)
         noise, t, _ = draw_randomness(gen, loader.global_batch, raw.cfg, 0, False)
@@ -309,18 +334,37 @@ def evaluate(raw, loader, conf, device, n_iters):
         for mb in loader.get(i):  # get() leaves the loader's position alone
             mb = to_device(mb, device)
             sid, B = mb['sample_id'], mb['actions'].shape[0]
-            loss = raw(mb, noise=noise[sid], time=t[sid], loss_dims=conf['loss_dims'])
+            kw = dict(noise=noise[sid], time=t[sid])
+            losses = [raw(mb, loss_dims=conf['loss_dims'], **kw), raw(mb, loss_dims=real, **kw),
+                      raw(shuffle_observations(mb), loss_dims=real, **kw)]
             with unsharded(raw):  # sample_actions calls layers' inference steps, not their (sharding-aware) forward
                 pred = raw.sample_actions(mb, noise=x1[sid], num_steps=conf['sample_steps'])
-            err = (loader.unnormalize_actions(pred.float()) - loader.unnormalize_actions(mb['actions'].float())) ** 2
+            pred, true = loader.unnormalize_actions(pred.float()), loader.unnormalize_actions(mb['actions'].float())
             valid = mb['action_mask'].double()
-            sums += torch.stack([loss.double() * B, (err.mean(-1).double() * valid).sum(), valid.sum()])
+            cos = torch.zeros(2, dtype=torch.float64, device=device)
+            if n_dir:
+                p, q = pred[:, 0, :n_dir].double(), true[:, 0, :n_dir].double()
+                moving = q.norm(dim=-1) > 1e-3 * q.norm(dim=-1).max().clamp_min(1e-12)
+                c = torch.nn.functional.cosine_similarity(p, q, dim=-1, eps=1e-12)
+                cos = torch.stack([(c * moving).sum(), moving.sum()])
+            sums += torch.cat([torch.stack([x.double() * B for x in losses]),
+                               torch.stack([(((pred - true) ** 2).mean(-1).double() * valid).sum(), valid.sum()]), cos])
             n += B
     sums = torch.cat([sums, sums.new_tensor([n])])
     if dist.is_available() and dist.is_initialized():
         dist.all_reduce(sums)
-    loss_sum, sq, count, n = sums.tolist()
-    return loss_sum / n, sq / max(count, 1.0)
+    val, real_loss, shuffled, sq, count, cos, moving, n = sums.tolist()
+    out = dict(val_loss=val / n, real_loss=real_loss / n, shuffled_loss=shuffled / n, action_mse=sq / max(count, 1.0))
+    if n_dir:
+        out['direction_cos'] = cos / max(moving, 1.0)
+    return out
+
+
+def describe_eval(ev, prefix=''):
+    """One log fragment for evaluate's metrics; prefix names the weights ('ema ')."""
+    s = (f"{prefix}val loss {ev['val_loss']:.4f} | {prefix}real-dim loss {ev['real_loss']:.4f} | {prefix}shuffled obs "
+         f"{ev['shuffled_loss']:.4f} (gap {ev['shuffled_loss'] - ev['real_loss']:+.4f}) | {prefix}action mse {ev['action_mse']:.4g}")
+    return s + (f" | {prefix}direction cos {ev['direction_cos']:.3f}" if 'direction_cos' in ev else '')
 
 
 @contextmanager
@@ -480,124 +524,12 @@ def describe_plan(plan):
     return ', '.join(f'{k} {v:.1f}' for k, v in plan.items() if k != 'peak' and v) + f" -> peak {plan['peak']:.1f} GiB"
 
 # -----------------------------------------------------------------------------
-# checkpoints: out_dir/ckpt_<iter>/{model.safetensors, ema.safetensors, state.pt}, each directory complete or absent
-
-
-def list_checkpoints(out_dir):
-    """[(iter, path)] of the complete checkpoints in out_dir, oldest first."""
-    found = []
-    for name in os.listdir(out_dir) if os.path.isdir(out_dir) else []:
-        m = re.fullmatch(r'ckpt_(\d+)', name)
-        if m and os.path.exists(os.path.join(out_dir, name, 'state.pt')):
-            found.append((int(m.group(1)), os.path.join(out_dir, name)))
-    return sorted(found)
-
-
-def checkpoint_problem(path):
-    """Why the checkpoint directory cannot be resumed from, or None. Its manifest.json (written last) gives every
-    file's size; the files must be there with those sizes, the safetensors headers must parse and state.pt must
-    open. Reads headers only: seconds even for pi05's 40 GB of optimizer state."""
-    from safetensors import safe_open
-    try:
-        with open(os.path.join(path, 'manifest.json')) as f:
-            files = json.load(f)['files']
-    except FileNotFoundError:
-        files = {name: None for name in ('model.safetensors', 'state.pt')}  # written before manifests existed
-    except (ValueError, KeyError, TypeError) as err:
-        return f'manifest.json is damaged ({err})'
-    for name, size in files.items():
-        p = os.path.join(path, name)
-        if not os.path.exists(p):
-            return f'{name} is missing'
-        if size is not None and os.path.getsize(p) != size:
-            return f'{name} is {os.path.getsize(p)} bytes, the manifest says {size} (truncated or overwritten)'
-        try:
-            if name.endswith('.safetensors'):
-                with safe_open(p, framework='pt') as f:
-                    f.keys()
-            elif name.endswith('.pt'):
-                torch.load(p, map_location='cpu', weights_only=True, mmap=True)
-        except Exception as err:
-            return f'{name} cannot be read ({type(err).__name__}: {str(err).splitlines()[0][:200]})'
-    return None
-
-
-def newest_valid_checkpoint(out_dir, log_fn=print, master=True):
-    """The newest checkpoint in out_dir that passes checkpoint_problem. Broken newer ones are reported and renamed
-    to ckpt_<iter>.broken (kept for inspection, out of the way of keep_last), so a damaged checkpoint never blocks
-    resuming from an older good one."""
-    for _, path in reversed(list_checkpoints(out_dir)):
-        problem = checkpoint_problem(path)
-        if problem is None:
-            return path
-        log_fn(f'warning: skipping checkpoint {path}: {problem}; moved to {path}.broken')
-        if master:
-            os.replace(path, path + '.broken')
-    return None
-
-
-def policy_info(cfg, meta, conf):
-    """What serving a checkpoint needs besides the weights (serve.Policy reads it from policy.json): the model
-    config, the cameras in slot order with their wrist flags, the prompt format and bucket, the native state and
-    action dims, the tokenizer. The normalization statistics travel as norm_stats.json next to it."""
-    from dataclasses import asdict
-    tok = meta.get('tokenizer')
-    if tok == 'words':
-        tokenizer = {'kind': 'words', 'vocab': meta['vocab']}
-    else:
-        tokenizer = {'kind': 'sentencepiece', 'file': 'tokenizer.model', 'source': tok}
-    return dict(format=1, model_name=conf['model_name'], model=asdict(cfg), prompt_format=conf['prompt_format'],
-                prompt_bucket=conf['prompt_bucket'], cameras=meta['cameras'], wrist=meta['wrist'],
-                state_dim=meta['state_dim'], action_dim=meta['action_dim'], fps=meta.get('fps'),
-                sample_steps=conf['sample_steps'], tokenizer=tokenizer, tasks=meta.get('tasks', []))
-
-
-def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, data_dir=None, weights=None):
-    """Write the files into a temporary directory, then manifest.json with their sizes, fsync, then rename the
-    directory into place: a crash leaves either the whole checkpoint or none. Then delete all but the newest
-    keep_last. policy (policy_info) and data_dir's stats.json and tokenizer make the checkpoint serve on its own."""
-    final = os.path.join(out_dir, f'ckpt_{it}')
-    tmp = os.path.join(out_dir, f'.tmp_ckpt_{it}')
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    M.save_pretrained(raw, tmp, state_dict=weights)  # model.safetensors in openpi's key format (LoRA merged in)
-    if any('.lora_' in n for n, _ in raw.named_parameters()):  # and the adapters alone, to resume or share
-        M.save_tensors(M.lora_state_dict(raw), os.path.join(tmp, 'adapters.safetensors'))
-    if policy is not None:
-        with open(os.path.join(tmp, 'policy.json'), 'w') as f:
-            json.dump(policy, f, indent=1)
-        shutil.copyfile(os.path.join(data_dir, 'stats.json'), os.path.join(tmp, 'norm_stats.json'))
-        source = policy['tokenizer'].get('source')
-        if source and os.path.exists(source):
-            shutil.copyfile(source, os.path.join(tmp, 'tokenizer.model'))
-    if ema_model is not None:
-        M.save_pretrained(ema_model, os.path.join(tmp, 'ema.safetensors'))
-    with open(os.path.join(tmp, 'state.pt'), 'wb') as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    files = {name: os.path.getsize(os.path.join(tmp, name)) for name in sorted(os.listdir(tmp))}
-    with open(os.path.join(tmp, 'manifest.json'), 'w') as f:
-        json.dump({'iter': it, 'files': files}, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    M.fsync_path(tmp)
-    if os.path.exists(final):  # re-saving an iteration: move the old one aside first (rename is atomic)
-        os.replace(final, tmp + '.old')
-    os.replace(tmp, final)
-    M.fsync_path(out_dir)
-    shutil.rmtree(tmp + '.old', ignore_errors=True)
-    if keep_last:
-        for _, old in list_checkpoints(out_dir)[:-keep_last]:
-            shutil.rmtree(old)
-    return final
-
-# -----------------------------------------------------------------------------
 # logging: rank 0 prints and appends to log.txt; losses.csv gets one row per iteration
 
 
+EVAL_FIELDS = ['val_loss', 'real_loss', 'shuffled_loss', 'action_mse', 'direction_cos']
 CSV_FIELDS = ['iter',  # row `iter`: measured on the weights after `iter` optimizer steps (lr: of the step from there)
-              'loss', 'lr', 'gnorm', 'val_loss', 'action_mse', 'ema_val_loss', 'ema_action_mse']
+              'loss', 'lr', 'gnorm'] + EVAL_FIELDS + ['ema_' + k for k in EVAL_FIELDS]
 
 
 def log(msg, path, master=True):
@@ -626,7 +558,7 @@ def flush(pending, evals, csv_path, world_size, out_dir, log_path, master=True):
                 for it, lr, loss, gnorm in rows)
     bad = next(((it, loss, gnorm) for it, _, loss, gnorm in rows if not (math.isfinite(loss) and math.isfinite(gnorm))), None)
     if bad:
-        good = list_checkpoints(out_dir)
+        good = checkpoint.list_checkpoints(out_dir)
         msg = (f'non-finite loss {bad[1]} / gradient norm {bad[2]} at iter {bad[0]}: stopping. '
                f"last good checkpoint: {good[-1][1] if good else 'none'} (nothing written after iter {bad[0]})")
         log(msg, log_path, master)
@@ -686,7 +618,7 @@ if __name__ == '__main__':
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
     if init_from == 'resume':
-        ckpt = newest_valid_checkpoint(out_dir, lambda msg: log(msg, log_path, master), master)
+        ckpt = checkpoint.newest_valid_checkpoint(out_dir, lambda msg: log(msg, log_path, master), master)
         if ckpt is None:
             raise SystemExit(f"train.py: init_from='resume' but {out_dir} holds no usable checkpoint (ckpt_<iter>/ with "
                              f"manifest.json); start with init_from='scratch' or a model.safetensors")
@@ -698,8 +630,8 @@ if __name__ == '__main__':
     # data (the synthetic dataset is written once, by rank 0, when data_dir has none)
     if synthetic_episodes and master and not os.path.exists(os.path.join(data_dir, 'meta.json')):
         log(f'writing a synthetic dataset of {synthetic_episodes} episodes to {data_dir}', log_path, master)
-        data.make_synthetic(data_dir, episodes=synthetic_episodes, image_size=cfg.image_size, seed=0,
-                            max_token_len=cfg.max_token_len)
+        sim.make_synthetic(data_dir, episodes=synthetic_episodes, image_size=cfg.image_size, seed=0,
+                           max_token_len=cfg.max_token_len, objects=synthetic_objects)
     if ddp:
         dist.barrier()
     try:  # the prepared data against the model, before anything large is built: seconds, not minutes
@@ -790,14 +722,14 @@ if __name__ == '__main__':
         t_pause = time.perf_counter()  # evaluation and checkpoints are not step time
         if eval_interval and (it % eval_interval == 0 or it == max_iters):
             with fp8_off():
-                val_loss, action_mse = evaluate(raw_model, val_loader, config, device, eval_iters)
-            evals[it] = dict(val_loss=repr(val_loss), action_mse=repr(action_mse))
-            msg = f'eval iter {it} | val loss {val_loss:.4f} | action mse {action_mse:.4g}'
+                ev = evaluate(raw_model, val_loader, config, device, eval_iters)
+            evals[it] = {k: repr(v) for k, v in ev.items()}
+            msg = f'eval iter {it} | ' + describe_eval(ev)
             if ema_model:
-                ema_loss, ema_mse = evaluate(ema_model.model, val_loader, config, device, eval_iters)
-                evals[it].update(ema_val_loss=repr(ema_loss), ema_action_mse=repr(ema_mse))
-                msg += f' | ema val loss {ema_loss:.4f} | ema action mse {ema_mse:.4g}'
-            best_val_loss, last_eval = min(best_val_loss, val_loss), (val_loss, action_mse)
+                ema_ev = evaluate(ema_model.model, val_loader, config, device, eval_iters)
+                evals[it].update({'ema_' + k: repr(v) for k, v in ema_ev.items()})
+                msg += ' | ' + describe_eval(ema_ev, 'ema ')
+            best_val_loss, last_eval = min(best_val_loss, ev['val_loss']), ev
             log(msg, log_path, master)
         if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
             interval += flush(pending, evals, csv_path, world_size, out_dir, log_path, master)  # never checkpoint
@@ -808,8 +740,8 @@ if __name__ == '__main__':
                          'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
-                path = save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last,
-                                       policy_info(cfg, meta, config), data_dir, weights)
+                path = checkpoint.save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last,
+                                       checkpoint.policy_info(cfg, meta, config), data_dir, weights)
                 log(f'saved {path}', log_path, master)
             if ddp:
                 dist.barrier()
@@ -861,7 +793,7 @@ if __name__ == '__main__':
                  f"{tflops_str(tf)} TFLOP/s/gpu | mfu {f'{100 * tf / peak_tflops:.1f}%' if peak_tflops else 'n/a'}")
     else:
         speed = 'no iterations after the warm-up'
-    final = f' | final val loss {last_eval[0]:.4f} | final action mse {last_eval[1]:.4g}' if last_eval else ''
+    final = ' | final ' + describe_eval(last_eval) if last_eval else ''
     log(f'done: {it - start_iter} iters in {time.perf_counter() - t_run:.1f} s ({warmup_seconds:.1f} s warm-up) | {speed} '
         f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(device)[0]:.1f} GiB', log_path, master)
     loader.close()

@@ -1,0 +1,453 @@
+"""
+The simulators a policy is evaluated in, each with a scripted expert that writes training data:
+
+- `Scene`: a synthetic tabletop (coloured shapes, a gripper cross seen by a table and a wrist camera, "move to the
+  red square"). Pure numpy, milliseconds per step; `make_synthetic` records its expert straight into the prepared
+  format train.py reads.
+- Meta-World (`MetaWorld`, `write_metaworld`): MuJoCo tasks with scripted experts, written as a LeRobot v3.0 dataset
+  that `data.py --src=...` prepares like any other (needs `pip install metaworld==3.1.1 packaging` and a headless
+  OpenGL: MUJOCO_GL=egl on a GPU, osmesa on a CPU).
+
+    python sim.py synthetic --out=data_cache/synthetic --episodes=2000 --objects=1
+    python sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=50 --workers=16
+
+eval.py drives these simulators through the websocket client; the demonstration seeds and the evaluation seeds are
+disjoint (synthetic: one generator seeded 0 for data, (seed=1000, episode) for evaluation; Meta-World: seeds from 0
+for data, from 10000 for evaluation).
+"""
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+from tqdm import tqdm
+
+import data
+
+# -----------------------------------------------------------------------------
+
+COLORS = {"red": (220, 40, 40), "green": (40, 180, 60), "blue": (50, 80, 230), "yellow": (230, 210, 40)}
+SHAPES = ("square", "circle", "triangle")
+OBJ_R, STEP, WRIST_HALF, HOLD = 0.09, 0.03, 0.25, 3  # object radius, move per frame, wrist half-width, frames held closed
+
+def _inside(shape, dx, dy):
+    if shape == "square":
+        return (np.abs(dx) <= 0.8 * OBJ_R) & (np.abs(dy) <= 0.8 * OBJ_R)
+    if shape == "circle":
+        return dx * dx + dy * dy <= OBJ_R * OBJ_R
+    return (np.abs(dy) <= OBJ_R) & (np.abs(dx) <= (dy + OBJ_R) / 2)  # apex up (y grows downward)
+
+def _render(xy, objects, grip, closed):
+    """xy: (T, S, S, 2) scene coords of each pixel; returns uint8 (T, 3, S, S)."""
+    x, y = xy[..., 0], xy[..., 1]
+    img = np.full(x.shape + (3,), 100, np.uint8)
+    img[(x < 0) | (x > 1) | (y < 0) | (y > 1)] = 25  # off the table (wrist view near the edge)
+    for color, shape, px, py in objects:
+        img[_inside(shape, x - px, y - py)] = COLORS[color]
+    dx, dy = x - grip[:, 0, None, None], y - grip[:, 1, None, None]
+    cross = ((np.abs(dx) < 0.015) & (np.abs(dy) < 0.05)) | ((np.abs(dy) < 0.015) & (np.abs(dx) < 0.05))
+    img[cross & ~closed[:, None, None]] = 255
+    img[cross & closed[:, None, None]] = 0
+    return img.transpose(0, 3, 1, 2)
+
+SYNTHETIC_TASKS = [f"move to the {c} {s}" for c in COLORS for s in SHAPES]
+ACTION_SCALE = 10  # actions hold 10x the gripper's displacement, so they are of order 0.3 like LIBERO's
+
+def render_views(objects, grips, closed, size):
+    """the two cameras of the synthetic task, for T gripper positions (T, 2) and closed flags (T,):
+    uint8 (T, 2, 3, S, S), 'image' (the whole table) then 'wrist_image' (a zoomed view centred on the gripper)."""
+    pix = (np.arange(size) + 0.5) / size
+    full = np.stack(np.meshgrid(pix, pix, indexing="xy"), -1)  # (S, S, 2) as (x, y)
+    T = len(grips)
+    table = _render(np.broadcast_to(full, (T, size, size, 2)), objects, grips, closed)
+    wrist = _render((full - 0.5)[None] * 2 * WRIST_HALF + grips[:, None, None], objects, grips, closed)
+    return np.stack([table, wrist], 1)
+
+class Scene:
+    """the synthetic task as a small simulator. three distinct (colour, shape) objects on a grey table, a gripper
+    (a cross) and an instruction naming one of them. step(action) moves the gripper by action[:2] / ACTION_SCALE,
+    at most STEP per step, and closes it for good when action[6] > 0; the episode ends when it closes, a success
+    when that happens within OBJ_R of the named object. make_synthetic records the expert in this simulator, so a
+    replay of a dataset episode's actions reproduces its frames."""
+
+    def __init__(self, objects, target, grip):
+        self.objects, self.target = [tuple(o) for o in objects], int(target)
+        self.grip, self.closed = np.array(grip, np.float64), False
+
+    @classmethod
+    def random(cls, rng, objects=3):
+        """`objects` (1-3) distinct objects apart enough not to overlap; the gripper starts 0.5-1.0 from the named
+        one. objects=1 is the easy variant: the instruction is redundant, only the image says where to go."""
+        combos = rng.choice(len(COLORS) * len(SHAPES), 3, replace=False)
+        while True:
+            pos = rng.uniform(0.15, 0.85, (3, 2))
+            if min(np.linalg.norm(pos[i] - pos[j]) for i in range(3) for j in range(i)) > 3 * OBJ_R:
+                break
+        target = int(rng.integers(3))
+        while True:
+            g = rng.uniform(0.05, 0.95, 2)
+            if 0.5 <= np.linalg.norm(pos[target] - g) <= 1.0:
+                break
+        placed = [(list(COLORS)[k // len(SHAPES)], SHAPES[k % len(SHAPES)], float(x), float(y)) for k, (x, y) in zip(combos, pos)]
+        keep = sorted({target, *[i for i in range(3) if i != target][:objects - 1]})
+        return cls([placed[i] for i in keep], keep.index(target), g)
+
+    @property
+    def task(self):
+        color, shape = self.objects[self.target][:2]
+        return f"move to the {color} {shape}"
+
+    def distance(self):
+        return float(np.linalg.norm(np.array(self.objects[self.target][2:]) - self.grip))
+
+    def expert_length(self):
+        return int(math.ceil(self.distance() / STEP)) + HOLD
+
+    def state(self):
+        return np.array([self.grip[0], self.grip[1], 1.0 if self.closed else -1.0], np.float32)
+
+    def images(self, size):
+        return render_views(self.objects, self.grip[None], np.array([self.closed]), size)[0]
+
+    def expert_action(self):
+        """straight at the named object, STEP per step; grip +1 from the step that reaches it"""
+        d = np.array(self.objects[self.target][2:]) - self.grip
+        dist = np.linalg.norm(d)
+        move = d if dist <= STEP else d / dist * STEP
+        grip = 1.0 if self.closed or dist <= STEP else -1.0
+        return np.array([move[0] * ACTION_SCALE, move[1] * ACTION_SCALE, 0, 0, 0, 0, grip], np.float32)
+
+    def step(self, action):
+        """-> done. the gripper moves, then closes if asked; closing ends the episode."""
+        a = np.asarray(action, np.float64)
+        move = a[:2] / ACTION_SCALE
+        n = np.linalg.norm(move)
+        self.grip = self.grip + (move * (STEP / n) if n > STEP else move)
+        self.closed = self.closed or bool(a[6] > 0)
+        return self.closed
+
+    def success(self):
+        return self.closed and self.distance() <= OBJ_R
+
+def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32, objects=3):
+    """write a small learnable dataset in the prepared format, the expert of Scene recorded for `episodes`
+    scenes of `objects` objects (20-37 frames each; the gripper holds closed for HOLD frames at the end). actions (7, LIBERO-like) =
+    [10 dx, 10 dy, 0, 0, 0, 0, grip]; state = [x, y, closed]. the right action needs the image (where things
+    are) and the instruction (which one). cameras: 'image' (whole table) and 'wrist_image' (zoomed on the
+    gripper). per-episode objects, targets and start positions go to synthetic.json (for oracles and replays)."""
+    rng = np.random.default_rng(seed)
+    S = image_size
+    scenes = [Scene.random(rng, objects) for _ in range(episodes)]
+    lengths = np.array([sc.expert_length() for sc in scenes], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    N = int(starts[-1])
+    os.makedirs(out_dir, exist_ok=True)
+    ims = [np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S))
+           for c in range(2)]
+    state, actions = np.zeros((N, 3), np.float32), np.zeros((N, 7), np.float32)
+    task_index = np.zeros(N, np.int32)
+    info = []
+    for e, (sc, T) in enumerate(zip(scenes, lengths)):
+        s0 = int(starts[e])
+        info.append({"objects": [list(o) for o in sc.objects], "target": sc.target, "grip": sc.grip.tolist()})
+        grips, closed = np.zeros((T, 2)), np.zeros(T, bool)
+        for t in range(T):
+            grips[t], closed[t], state[s0 + t] = sc.grip, sc.closed, sc.state()
+            actions[s0 + t] = sc.expert_action()
+            sc.step(actions[s0 + t])
+        task_index[s0:s0 + T] = SYNTHETIC_TASKS.index(sc.task)
+        views = render_views(sc.objects, grips, closed, S)
+        ims[0][s0:s0 + T], ims[1][s0:s0 + T] = views[:, 0], views[:, 1]
+    for m in ims:
+        m.flush()
+    del ims
+    with open(os.path.join(out_dir, "synthetic.json"), "w") as f:
+        json.dump({"episodes": info, "step": STEP, "action_scale": ACTION_SCALE}, f)
+    tok = data.word_tokenizer(SYNTHETIC_TASKS)
+    cameras = ["image", "wrist_image"]
+    meta = dict(format=1, source="synthetic", cameras=cameras, wrist=[data.is_wrist(c) for c in cameras],
+                image_size=S, fps=10.0, tokenizer="words", vocab=tok.vocab, vocab_size=len(tok.vocab), seed=seed,
+                sim=dict(env="synthetic", objects=objects), direction_dims=2)
+    return data.write_prepared(out_dir, meta, state, actions, starts, task_index, SYNTHETIC_TASKS, tok, max_token_len)
+
+
+# -----------------------------------------------------------------------------
+# Meta-World: the MT10/MT50 tasks of a Sawyer arm in MuJoCo, each with a scripted expert (metaworld.policies)
+
+MT10 = ["reach-v3", "push-v3", "pick-place-v3", "door-open-v3", "drawer-open-v3", "drawer-close-v3",
+        "button-press-topdown-v3", "peg-insert-side-v3", "window-open-v3", "window-close-v3"]
+# the instruction of each task, as LeRobot's Meta-World environment and dataset phrase it
+INSTRUCTIONS = {
+    "assembly-v3": "Pick up a nut and place it onto a peg",
+    "basketball-v3": "Dunk the basketball into the basket",
+    "bin-picking-v3": "Grasp the puck from one bin and place it into another bin",
+    "box-close-v3": "Grasp the cover and close the box with it",
+    "button-press-topdown-v3": "Press a button from the top",
+    "button-press-topdown-wall-v3": "Bypass a wall and press a button from the top",
+    "button-press-v3": "Press a button",
+    "button-press-wall-v3": "Bypass a wall and press a button",
+    "coffee-button-v3": "Push a button on the coffee machine",
+    "coffee-pull-v3": "Pull a mug from a coffee machine",
+    "coffee-push-v3": "Push a mug under a coffee machine",
+    "dial-turn-v3": "Rotate a dial 180 degrees",
+    "disassemble-v3": "Pick a nut out of a peg",
+    "door-close-v3": "Close a door with a revolving joint",
+    "door-lock-v3": "Lock the door by rotating the lock clockwise",
+    "door-open-v3": "Open a door with a revolving joint",
+    "door-unlock-v3": "Unlock the door by rotating the lock counter-clockwise",
+    "hand-insert-v3": "Insert the gripper into a hole",
+    "drawer-close-v3": "Push and close a drawer",
+    "drawer-open-v3": "Open a drawer",
+    "faucet-open-v3": "Rotate the faucet counter-clockwise",
+    "faucet-close-v3": "Rotate the faucet clockwise",
+    "hammer-v3": "Hammer a screw on the wall",
+    "handle-press-side-v3": "Press a handle down sideways",
+    "handle-press-v3": "Press a handle down",
+    "handle-pull-side-v3": "Pull a handle up sideways",
+    "handle-pull-v3": "Pull a handle up",
+    "lever-pull-v3": "Pull a lever down 90 degrees",
+    "pick-place-wall-v3": "Pick a puck, bypass a wall and place the puck",
+    "pick-out-of-hole-v3": "Pick up a puck from a hole",
+    "pick-place-v3": "Pick and place a puck to a goal",
+    "plate-slide-v3": "Slide a plate into a cabinet",
+    "plate-slide-side-v3": "Slide a plate into a cabinet sideways",
+    "plate-slide-back-v3": "Get a plate from the cabinet",
+    "plate-slide-back-side-v3": "Get a plate from the cabinet sideways",
+    "peg-insert-side-v3": "Insert a peg sideways",
+    "peg-unplug-side-v3": "Unplug a peg sideways",
+    "soccer-v3": "Kick a soccer into the goal",
+    "stick-push-v3": "Grasp a stick and push a box using the stick",
+    "stick-pull-v3": "Grasp a stick and pull a box with the stick",
+    "push-v3": "Push the puck to a goal",
+    "push-wall-v3": "Bypass a wall and push a puck to a goal",
+    "push-back-v3": "Pull a puck to a goal",
+    "reach-v3": "Reach a goal position",
+    "reach-wall-v3": "Bypass a wall and reach a goal",
+    "shelf-place-v3": "Pick and place a puck onto a shelf",
+    "sweep-into-v3": "Sweep a puck into a hole",
+    "sweep-v3": "Sweep a puck off the table",
+    "window-open-v3": "Push and open a window",
+    "window-close-v3": "Push and close a window",
+}
+MT50 = list(INSTRUCTIONS)
+# the difficulty groups of Seo et al. 2022 that Meta-World results (SmolVLA, pi0) are reported by
+HARD = ["assembly-v3", "hand-insert-v3", "pick-out-of-hole-v3", "pick-place-v3", "push-v3", "push-back-v3"]
+VERY_HARD = ["shelf-place-v3", "disassemble-v3", "stick-pull-v3", "stick-push-v3", "pick-place-wall-v3"]
+MEDIUM = ["basketball-v3", "bin-picking-v3", "box-close-v3", "coffee-pull-v3", "coffee-push-v3", "hammer-v3",
+          "peg-insert-side-v3", "push-wall-v3", "soccer-v3", "sweep-v3", "sweep-into-v3"]
+
+def difficulty(task):
+    return "very hard" if task in VERY_HARD else "hard" if task in HARD else "medium" if task in MEDIUM else "easy"
+
+def metaworld_tasks(spec):
+    """'mt10' | 'mt50' | comma-separated task names -> the task list, or a ValueError naming the unknown ones."""
+    tasks = {"mt10": MT10, "mt50": MT50}.get(spec.lower()) or spec.split(",")
+    unknown = [t for t in tasks if t not in INSTRUCTIONS]
+    if unknown:
+        raise ValueError(f"unknown Meta-World tasks {unknown}: use mt10, mt50 or names like reach-v3,push-v3")
+    return list(tasks)
+
+DEMO_SEED, EVAL_SEED, MAX_STEPS, FPS = 0, 10_000, 400, 80  # seeds: demonstrations from 0, evaluation from 10000;
+                                                           # LeRobot's 400-step cap; Meta-World's 80 Hz control
+
+class MetaWorld:
+    """One Meta-World task as a simulator with the two cameras of the dataset: 'image', corner4 turned 180 degrees
+    (the view LeRobot's Meta-World environment renders), and 'wrist_image', the gripper's own camera. State: hand
+    xyz and gripper opening (obs[:4]); actions: dx, dy, dz, gripper in [-1, 1]. reset(seed) is reproducible;
+    success is Meta-World's own per-step test (info['success']); the episode never ends by itself."""
+
+    def __init__(self, task, size=128):
+        import metaworld  # noqa: F401  (MuJoCo and its assets come with it)
+        import metaworld.policies as policies
+        import mujoco
+        warnings.filterwarnings("ignore", message=r"Constant\(s\) may be too high")  # the experts' own gains
+        self.task, self.instruction = task, INSTRUCTIONS[task]
+        bench = metaworld.MT1(task, seed=0)  # builds this task only (MT50() alone takes minutes)
+        self.env = bench.train_classes[task]()
+        self.env.set_task(bench.train_tasks[0])
+        # the scene's 4096 shadow map and 4x MSAA cost 7x the render time for the same picture at this size
+        self.env.model.vis.quality.shadowsize = 0
+        self.env.model.vis.quality.offsamples = 0
+        self.renderer = mujoco.Renderer(self.env.model, size, size)
+        name = "SawyerPegInsertionSideV3Policy" if task == "peg-insert-side-v3" else \
+            "Sawyer" + "".join(w.capitalize() for w in task[:-3].split("-")) + "V3Policy"
+        self.expert = getattr(policies, name)()
+        self.obs, self.success, self.size = None, False, size
+
+    def reset(self, seed):
+        # reset(seed=...) alone keeps the previous object positions once _freeze_rand_vec is off: seed the env itself
+        self.env._freeze_rand_vec, self.env.seeded_rand_vec = False, True
+        self.env.seed(int(seed))
+        self.obs, _ = self.env.reset()
+        self.success = False
+
+    def images(self):
+        """uint8 (2, S, S, 3): 'image' then 'wrist_image'."""
+        out = []
+        for cam in ("corner4", "gripperPOV"):
+            self.renderer.update_scene(self.env.data, camera=cam)
+            img = self.renderer.render()
+            out.append(img[::-1, ::-1] if cam == "corner4" else img)  # the corner cameras render upside down
+        return np.stack(out)
+
+    def state(self):
+        return np.asarray(self.obs[:4], np.float32)
+
+    def expert_action(self):
+        return np.clip(self.expert.get_action(self.obs), -1, 1).astype(np.float32)
+
+    def step(self, action):
+        """-> success (the episode's first success ends it, as LeRobot's evaluation does)."""
+        self.obs, _, _, _, info = self.env.step(np.clip(np.asarray(action, np.float32), -1, 1))
+        self.success = bool(info["success"])
+        return self.success
+
+    def close(self):
+        self.renderer.close()  # one GL context at a time: a second renderer in the same process draws garbage
+        self.env.close()
+
+def _png(img):
+    import io
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+def _record_task(job):
+    """one worker: `episodes` successful expert episodes of one task (seeds DEMO_SEED + k, failures skipped) written
+    as data/chunk-000/file-<index>.parquet. Returns (task, episode rows without global indices, tries)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    task, index, episodes, size, out = job["task"], job["index"], job["episodes"], job["size"], job["out"]
+    sim = MetaWorld(task, size)
+    kept, tries, seed = [], 0, DEMO_SEED
+    while len(kept) < episodes and tries < 3 * episodes:
+        sim.reset(seed)
+        frames, states, actions = [], [], []
+        for _ in range(MAX_STEPS):
+            frames.append(sim.images())
+            states.append(sim.state())
+            actions.append(sim.expert_action())
+            if sim.step(actions[-1]):
+                break
+        if sim.success:
+            kept.append((seed, np.stack(frames), np.stack(states), np.stack(actions)))
+        tries, seed = tries + 1, seed + 1
+    sim.close()
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    tables = []
+    for e, (seed, frames, states, actions) in enumerate(kept):
+        T = len(frames)
+        cols = {"observation.images.image": pa.array([{"bytes": _png(f[0]), "path": None} for f in frames], image),
+                "observation.images.wrist_image": pa.array([{"bytes": _png(f[1]), "path": None} for f in frames], image),
+                "observation.state": pa.array(list(states), pa.list_(pa.float32(), 4)),
+                "action": pa.array(list(actions), pa.list_(pa.float32(), 4)),
+                "timestamp": pa.array(np.arange(T, dtype=np.float32) / FPS), "frame_index": pa.array(np.arange(T)),
+                "episode_index": pa.array(np.full(T, index * episodes + e)), "task_index": pa.array(np.full(T, index))}
+        tables.append(pa.table(cols))
+    path = os.path.join(out, "data", "chunk-000", f"file-{index:03d}.parquet")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.concat_tables(tables), path, row_group_size=256)
+    rows = [dict(seed=seed, length=len(frames)) for seed, frames, _, _ in kept]
+    return task, index, rows, tries
+
+def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None):
+    """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
+    meta/info.json, meta/tasks.parquet, meta/episodes/), `episodes` successful episodes per task from seeds
+    DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended at the first success or after
+    MAX_STEPS steps. One process per task. Then: python data.py --src=<out> --out=... --tokenizer=words."""
+    import multiprocessing as mp
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    names = metaworld_tasks(tasks) if isinstance(tasks, str) else list(tasks)
+    os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
+    jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out) for i, t in enumerate(names)]
+    workers = min(len(jobs), workers or os.cpu_count())
+    results = {}
+    bar = tqdm(total=len(jobs), desc="expert demonstrations", unit="task")
+    if workers > 1:  # spawn: a forked MuJoCo/GL context is not safe to reuse
+        with mp.get_context("spawn").Pool(workers) as pool:
+            for r in pool.imap_unordered(_record_task, jobs):
+                results[r[1]] = r
+                bar.update(1)
+    else:
+        for r in map(_record_task, jobs):
+            results[r[1]] = r
+            bar.update(1)
+    bar.close()
+    # global episode numbers and frame ranges in task order (the workers numbered task i's episodes from i x episodes)
+    rows, start, episode, report = [], 0, 0, []
+    for i in range(len(jobs)):
+        task, _, eps, tries = results[i]
+        report.append((task, len(eps), tries))
+        for k, r in enumerate(eps):
+            rows.append({"episode_index": episode, "tasks": [INSTRUCTIONS[task]], "length": r["length"],
+                         "data/chunk_index": 0, "data/file_index": i, "dataset_from_index": start,
+                         "dataset_to_index": start + r["length"], "seed": r["seed"], "env_task": task, "file_episode": k})
+            start, episode = start + r["length"], episode + 1
+    for i in range(len(jobs)):  # after a task with expert failures to spare, close the gap in the numbering
+        first = next((r["episode_index"] for r in rows if r["data/file_index"] == i), i * episodes)
+        if first == i * episodes:
+            continue
+        path = os.path.join(out, "data", "chunk-000", f"file-{i:03d}.parquet")
+        table = pq.read_table(path)
+        e = table.column("episode_index").to_numpy() - i * episodes + first
+        pq.write_table(table.set_column(table.schema.get_field_index("episode_index"), "episode_index", pa.array(e)),
+                       path, row_group_size=256)
+    pq.write_table(pa.Table.from_pylist(rows), os.path.join(out, "meta", "episodes", "chunk-000", "file-000.parquet"))
+    pq.write_table(pa.table({"task_index": list(range(len(names))), "task": [INSTRUCTIONS[t] for t in names]}),
+                   os.path.join(out, "meta", "tasks.parquet"))
+    image = {"dtype": "image", "shape": [size, size, 3], "names": ["height", "width", "channel"]}
+    info = {"codebase_version": "v3.0", "robot_type": "sawyer", "fps": FPS, "total_episodes": episode,
+            "total_frames": start, "total_tasks": len(names), "chunks_size": 1000,
+            "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
+            "features": {"observation.images.image": image, "observation.images.wrist_image": image,
+                         "observation.state": {"dtype": "float32", "shape": [4], "names": ["x", "y", "z", "gripper"]},
+                         "action": {"dtype": "float32", "shape": [4], "names": ["dx", "dy", "dz", "gripper"]},
+                         "timestamp": {"dtype": "float32", "shape": [1]}, "frame_index": {"dtype": "int64", "shape": [1]},
+                         "episode_index": {"dtype": "int64", "shape": [1]}, "task_index": {"dtype": "int64", "shape": [1]}}}
+    with open(os.path.join(out, "meta", "info.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    for task, n, tries in report:
+        print(f"{task:<28} {n} episodes kept of {tries} expert tries")
+    return info
+
+# -----------------------------------------------------------------------------
+
+def main(argv):
+    import argparse
+    p = argparse.ArgumentParser(description="write expert demonstrations of a simulator")
+    sub = p.add_subparsers(dest="env", required=True)
+    s = sub.add_parser("synthetic", help="the synthetic tabletop, straight into the prepared format")
+    s.add_argument("--out", required=True)
+    s.add_argument("--episodes", type=int, default=2000)
+    s.add_argument("--objects", type=int, default=3, choices=(1, 2, 3))
+    s.add_argument("--image_size", type=int, default=64)
+    s.add_argument("--max_token_len", type=int, default=32)
+    s.add_argument("--seed", type=int, default=0)
+    m = sub.add_parser("metaworld", help="Meta-World's scripted experts as a LeRobot v3.0 dataset")
+    m.add_argument("--out", required=True)
+    m.add_argument("--tasks", default="mt10", help="mt10 | mt50 | comma-separated names (reach-v3,push-v3)")
+    m.add_argument("--episodes", type=int, default=50, help="successful episodes per task")
+    m.add_argument("--size", type=int, default=128, help="rendered image side")
+    m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU, at most one per task)")
+    args = p.parse_args(argv)
+    t0 = time.time()
+    if args.env == "synthetic":
+        meta = make_synthetic(args.out, args.episodes, args.image_size, args.seed, args.max_token_len, args.objects)
+        print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, {time.time() - t0:.1f} s")
+    else:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        try:
+            info = write_metaworld(args.out, args.tasks, args.episodes, args.size, args.workers)
+        except ValueError as err:
+            raise SystemExit(f"sim.py: {err}")
+        print(f"wrote {args.out}: {info['total_episodes']} episodes, {info['total_frames']} frames, "
+              f"{time.time() - t0:.1f} s; next: python data.py --src={args.out} --out=<prepared dir> --tokenizer=words "
+              f"--image_size={args.size}")
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

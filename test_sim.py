@@ -1,0 +1,122 @@
+"""
+Tests for sim.py: Meta-World's scripted experts written as a LeRobot dataset, prepared by data.py and replayed
+through eval.py's client loop; the synthetic scene's object-count variants. CPU only (Meta-World renders with
+OSMesa here: apt-get install libosmesa6).
+
+    python -m pytest -q test_sim.py
+"""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import data
+import sim
+
+
+class Replay:
+    """A stand-in policy for serve.PolicyServer: for each task (known by its prompt) it serves the recorded actions
+    of the prepared dataset's episodes in order, and keeps every observation it was sent."""
+
+    def __init__(self, prepared, horizon=10):
+        self.meta = meta = data.check_prepared(prepared)
+        self.actions = np.load(os.path.join(prepared, 'actions.npy'))
+        starts = np.load(os.path.join(prepared, 'episode_starts.npy'))
+        task = np.load(os.path.join(prepared, 'task_index.npy'))
+        self.episodes = {}  # prompt -> [(start, end)] in episode order
+        for e in range(len(starts) - 1):
+            self.episodes.setdefault(meta['tasks'][task[starts[e]]], []).append((int(starts[e]), int(starts[e + 1])))
+        self.pos = {p: (0, 0) for p in self.episodes}  # prompt -> (episode, step)
+        self.horizon, self.seen, self.lock = horizon, [], threading.Lock()
+
+    def metadata(self):
+        keys = {c: f'observation/{c}' for c in self.meta['cameras']}
+        return dict(observation_keys=dict(keys, state='observation/state', prompt='prompt'), action_horizon=self.horizon,
+                    image_size=self.meta['image_size'])
+
+    def infer(self, obs):
+        with self.lock:
+            prompt = obs['prompt']
+            e, t = self.pos[prompt]
+            start, end = self.episodes[prompt][e]
+            self.seen.append((start + t, obs))
+            idx = np.minimum(np.arange(start + t, start + t + self.horizon), end - 1)
+            t += 5  # eval.py's replan
+            self.pos[prompt] = (e + 1, 0) if start + t >= end else (e, t)
+            return {'actions': self.actions[idx]}
+
+
+def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
+    """Expert episodes of two tasks -> LeRobot v3.0 -> data.py -> the recorded actions served back through eval.py's
+    client loop from the same seeds: every episode succeeds, and every frame and state the policy is sent equals
+    the prepared one exactly (PNG frames, rendered at the model's size)."""
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    import eval as ev
+    import serve
+    tasks, size = ['reach-v3', 'drawer-close-v3'], 32
+    src, prepared = str(tmp_path / 'lerobot'), str(tmp_path / 'prepared')
+    info = sim.write_metaworld(src, tasks, episodes=2, size=size, workers=1)
+    assert info['total_episodes'] == 4 and info['codebase_version'] == 'v3.0'
+    meta = data.prepare(src, prepared, 'words', image_size=size, max_token_len=48, workers=1)
+    assert meta['cameras'] == ['image', 'wrist_image'] and meta['wrist'] == [False, True]
+    assert (meta['state_dim'], meta['action_dim']) == (4, 4) and meta['tokenizer'] == 'words'
+    assert sorted(meta['tasks']) == sorted(sim.INSTRUCTIONS[t] for t in tasks)
+
+    policy = Replay(prepared)
+    server = serve.PolicyServer(policy, '127.0.0.1', 0).start()
+    try:
+        rows = ev.run_metaworld(('127.0.0.1', server.port), tasks, trials=2, size=size, workers=2, seed=sim.DEMO_SEED,
+                                progress=False)
+    finally:
+        server.stop()
+    assert [r['success'] for r in rows] == [1, 1, 1, 1], rows
+    images = [np.load(os.path.join(prepared, f'images_{c}.npy')) for c in range(2)]
+    state = np.load(os.path.join(prepared, 'state.npy'))
+    assert len(policy.seen) >= 8
+    for frame, obs in policy.seen:
+        for c, cam in enumerate(meta['cameras']):
+            got = np.asarray(obs[f'observation/{cam}']).transpose(2, 0, 1)
+            assert np.array_equal(got, images[c][frame]), f'frame {frame} camera {cam}: max diff ' \
+                f'{np.abs(got.astype(int) - images[c][frame]).max()}'
+        np.testing.assert_array_equal(obs['observation/state'], state[frame])
+    lines = ev.task_table(rows)
+    assert lines[-1].startswith('| **average (2 tasks)** | | **100.0%**'), lines
+
+
+def test_metaworld_seeds_reproduce_and_differ():
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    env = sim.MetaWorld('reach-v3', 16)
+    try:
+        env.reset(3)
+        a = env.obs.copy()
+        env.step(env.expert_action())
+        env.reset(3)
+        b = env.obs.copy()
+        env.reset(4)
+        c = env.obs.copy()
+    finally:
+        env.close()
+    assert np.array_equal(a, b), 'the same seed must give the same start'
+    assert not np.array_equal(a[36:39], c[36:39]), 'another seed must move the goal'
+
+
+def test_metaworld_task_lists():
+    assert len(sim.MT50) == 50 and len(sim.MT10) == 10 and set(sim.MT10) <= set(sim.MT50)
+    groups = [sim.difficulty(t) for t in sim.MT50]
+    assert [groups.count(g) for g in ('easy', 'medium', 'hard', 'very hard')] == [28, 11, 6, 5]
+    assert sim.metaworld_tasks('reach-v3,push-v3') == ['reach-v3', 'push-v3']
+    with pytest.raises(ValueError, match="unknown Meta-World tasks \\['reach'\\]"):
+        sim.metaworld_tasks('reach')
+
+
+def test_synthetic_object_variants_share_the_scene():
+    """objects=1 keeps the named object (same position, same start) of the 3-object scene of the same seed."""
+    for e in range(20):
+        three = sim.Scene.random(np.random.default_rng([5, e]), 3)
+        one = sim.Scene.random(np.random.default_rng([5, e]), 1)
+        assert len(one.objects) == 1 and one.target == 0
+        assert one.objects[0] == three.objects[three.target] and one.task == three.task
+        np.testing.assert_array_equal(one.grip, three.grip)
