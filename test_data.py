@@ -392,7 +392,7 @@ def test_check_prepared_names_the_damaged_file(prepared_copy):
     assert data.check_prepared(str(d))["num_frames"] > 0
     with open(d / "images_0.npy", "r+b") as f:  # truncated
         f.truncate(os.path.getsize(d / "images_0.npy") - 100)
-    with pytest.raises(data.DataError, match=r"images_0\.npy is \d+ bytes where its header implies \d+ .*python data.py --synthetic"):
+    with pytest.raises(data.DataError, match=r"images_0\.npy is \d+ bytes where its header implies \d+ .*python sim.py synthetic"):
         data.check_prepared(str(d))
     np.save(d / "images_0.npy", np.zeros((1,), object), allow_pickle=True)  # garbled: other content
     with pytest.raises(data.DataError, match=r"images_0\.npy holds object \(1,\) where meta.json implies uint8"):

@@ -1,0 +1,7 @@
+# sourced by every device call: Meta-World's wheels and GL loaders, headless EGL
+for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site MUJOCO_GL=egl PYTHONUNBUFFERED=1
+export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
