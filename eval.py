@@ -7,6 +7,7 @@ and the success rate over seeded episodes. The simulators are in sim.py.
     python eval.py --ckpt=out/demo/ckpt_1000 --weights=init     # the same model with random weights, for contrast
     python eval.py --server=127.0.0.1:8000 --episodes=200       # a server already running (python serve.py ...)
     python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld/ckpt_6000 --workers=10   # Meta-World
+    python eval.py --env=metaworld --tasks=mt10 --baseline=random --workers=2     # the floor; --baseline=expert: the ceiling
     python eval.py --env=libero --suite=libero_spatial --server=127.0.0.1:8000   # LIBERO (hf-libero + MuJoCo)
 
 synthetic: episode e starts from sim.Scene.random(np.random.default_rng([seed, e])), scenes the training data (one
@@ -43,6 +44,8 @@ replan = 5                 # actions executed from each chunk before asking agai
 max_steps = 0              # steps per episode; 0: synthetic 60 (the expert needs 20-37), metaworld 400
 image_size = 0             # synthetic / metaworld: rendered camera side; 0: the policy's own image size
 workers = 1                # metaworld: processes running tasks' episodes against the one server
+baseline = ''              # metaworld, instead of a policy: 'random' (uniform actions, the floor) | 'expert' (the
+                           # scripted expert with the full simulator state, the ceiling)
 seed = 1000                # synthetic: episode e is scene (seed, e)
 strip = 4                  # synthetic: episodes drawn in episodes.png (metaworld: every task's first
                            # episode, 10 tasks per tasks_<k>.png); 0: none
@@ -86,11 +89,18 @@ def run_synthetic(infer, keys, n, replan=5, max_steps=60, size=64, seed=1000, ob
 
 def metaworld_task(job):
     """All episodes of one Meta-World task against the server at job['address'] (its own connection, so tasks
-    can run in parallel processes). Returns one dict per episode; the first keeps its table-camera frames."""
+    can run in parallel processes), or with job['baseline'] 'random' (uniform actions in [-1, 1]) or 'expert' (the
+    scripted expert, seeing the full simulator state) instead of a policy. Returns one dict per episode; the first
+    keeps its table-camera frames."""
     os.environ.setdefault('MUJOCO_GL', 'egl')
-    host, port = job['address']
-    client = serve.Client(host, port, job['api_key'])
-    keys = client.metadata['observation_keys']
+    baseline = job.get('baseline')
+    if baseline:
+        rng, keys = np.random.default_rng([job['seed'], len(job['task'])]), dict.fromkeys(
+            ('image', 'wrist_image', 'state', 'prompt'), '')
+        client = None
+    else:
+        client = serve.Client(*job['address'], job['api_key'])
+        keys = client.metadata['observation_keys']
     env_ = sim.MetaWorld(job['task'], job['size'])
     rows = []
     try:
@@ -101,7 +111,9 @@ def metaworld_task(job):
                 views = env_.images()
                 if k == 0 and t % 4 == 0:
                     frames.append(views[0])
-                if not plan:
+                if baseline:
+                    plan = [rng.uniform(-1, 1, 4) if baseline == 'random' else env_.expert_action()]
+                elif not plan:
                     obs = {keys['image']: views[0], keys['wrist_image']: views[1], keys['state']: env_.state(),
                            keys['prompt']: env_.instruction}
                     plan = list(np.asarray(client.infer(obs)['actions'])[:job['replan']])
@@ -114,17 +126,19 @@ def metaworld_task(job):
                              label=f"{job['task']}\n{'success' if env_.success else 'failure'}"))
     finally:
         env_.close()
-        client.close()
+        if client is not None:
+            client.close()
     return rows
 
 
 def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=128, workers=1, api_key=None,
-                  seed=sim.EVAL_SEED, progress=True):
+                  seed=sim.EVAL_SEED, baseline='', progress=True):
     """Every task's `trials` episodes (seeds seed, seed + 1, ...) against the policy server at address (host, port),
-    `workers` tasks at a time in separate processes. Returns one dict per episode, in task order."""
+    or a baseline ('random' | 'expert'), `workers` tasks at a time in separate processes. Returns one dict per
+    episode, in task order."""
     import multiprocessing as mp
     jobs = [dict(address=address, api_key=api_key, task=t, trials=trials, replan=replan, max_steps=max_steps,
-                 size=size, seed=seed) for t in task_names]
+                 size=size, seed=seed, baseline=baseline) for t in task_names]
     done, bar = {}, tqdm(total=len(jobs) * trials, desc='episodes', disable=not progress)
     if workers > 1:  # spawn: every worker starts its own MuJoCo and GL context
         with mp.get_context('spawn').Pool(min(workers, len(jobs))) as pool:
@@ -226,8 +240,8 @@ def run_libero(infer, keys, suite_name, trials, replan):
 if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
     import torch
-    if not (ckpt or server):
-        raise SystemExit('eval.py: pass --ckpt=<checkpoint directory> (served here) or --server=host:port')
+    if not (ckpt or server or baseline):
+        raise SystemExit('eval.py: pass --ckpt=<checkpoint or run directory> (served here) or --server=host:port')
     if env not in ('synthetic', 'metaworld', 'libero'):
         raise SystemExit(f"eval.py: env={env!r}: expected 'synthetic', 'metaworld' or 'libero'")
     if env == 'metaworld':
@@ -235,8 +249,12 @@ if __name__ == '__main__':
             task_names = sim.metaworld_tasks(tasks)
         except ValueError as err:
             raise SystemExit(f'eval.py: {err}')
-    local = None
-    if server:
+    local, client, address = None, None, None
+    if baseline:
+        if env != 'metaworld' or baseline not in ('random', 'expert'):
+            raise SystemExit(f"eval.py: baseline={baseline!r}: 'random' or 'expert', with env='metaworld'")
+        meta = dict(checkpoint=f'{baseline} baseline', weights='no', action_horizon=1, action_dim=4, observation_keys={})
+    elif server:
         h, _, p = server.rpartition(':')
         address = (h or '127.0.0.1', int(p))
     else:
@@ -247,14 +265,15 @@ if __name__ == '__main__':
             raise SystemExit(f'eval.py: {err}')
         local = serve.PolicyServer(policy, '127.0.0.1', 0).start()
         address = ('127.0.0.1', local.port)
-    try:
-        client = serve.Client(*address, api_key or None)
-    except OSError as err:
-        raise SystemExit(f'eval.py: no policy server at {address[0]}:{address[1]} ({err}); start one with '
-                         f'python serve.py --ckpt=<checkpoint>, or pass --ckpt= to serve one here')
-    meta = client.metadata
+    if address:
+        try:
+            client = serve.Client(*address, api_key or None)
+        except OSError as err:
+            raise SystemExit(f'eval.py: no policy server at {address[0]}:{address[1]} ({err}); start one with '
+                             f'python serve.py --ckpt=<checkpoint>, or pass --ckpt= to serve one here')
+        meta = client.metadata
     keys = meta['observation_keys']
-    size = image_size or meta.get('image_size') or 64
+    size = image_size or meta.get('image_size') or (128 if env == 'metaworld' else 64)
     out_dir = out_dir or os.path.join('out', 'eval', f"{env}_{time.strftime('%Y%m%d-%H%M%S')}")
     os.makedirs(out_dir, exist_ok=True)
     print(f"policy: {meta['checkpoint']} ({meta['weights']} weights), horizon {meta['action_horizon']}, "
@@ -264,11 +283,12 @@ if __name__ == '__main__':
         rows = run_libero(client.infer, keys, suite, trials or 50, replan)
     elif env == 'metaworld':
         rows = run_metaworld(address, task_names, trials or 10, replan, max_steps or sim.MAX_STEPS, size, workers,
-                             api_key or None)
+                             api_key or None, baseline=baseline)
     else:
         n_obj = objects or (meta.get('sim') or {}).get('objects', 3)
         rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, seed, n_obj)
-    client.close()
+    if client is not None:
+        client.close()
     if local is not None:
         local.stop()
     fields = {'synthetic': ['episode', 'task', 'success', 'steps', 'distance'],

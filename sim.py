@@ -5,7 +5,7 @@ The simulators a policy is evaluated in, each with a scripted expert that writes
   red square"). Pure numpy, milliseconds per step; `make_synthetic` records its expert straight into the prepared
   format train.py reads.
 - Meta-World (`MetaWorld`, `write_metaworld`): MuJoCo tasks with scripted experts, written as a LeRobot v3.0 dataset
-  that `data.py --src=...` prepares like any other (needs `pip install metaworld==3.1.1 packaging` and a headless
+  that `prepare.py --src=...` prepares like any other (needs `pip install metaworld==3.1.1 packaging` and a headless
   OpenGL: MUJOCO_GL=egl on a GPU, osmesa on a CPU).
 
     python sim.py synthetic --out=data_cache/synthetic --episodes=2000 --objects=1
@@ -358,7 +358,7 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None):
     """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
     meta/info.json, meta/tasks.parquet, meta/episodes/), `episodes` successful episodes per task from seeds
     DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended at the first success or after
-    MAX_STEPS steps. One process per task. Then: python data.py --src=<out> --out=... --tokenizer=words."""
+    MAX_STEPS steps. One process per task. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
     import multiprocessing as mp
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -446,7 +446,7 @@ def main(argv):
         except ValueError as err:
             raise SystemExit(f"sim.py: {err}")
         print(f"wrote {args.out}: {info['total_episodes']} episodes, {info['total_frames']} frames, "
-              f"{time.time() - t0:.1f} s; next: python data.py --src={args.out} --out=<prepared dir> --tokenizer=words "
+              f"{time.time() - t0:.1f} s; next: python prepare.py --src={args.out} --out=<prepared dir> --tokenizer=words "
               f"--image_size={args.size}")
 
 if __name__ == "__main__":

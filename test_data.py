@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import data
+import prepare
 import sim
 
 TASKS = ["pick up the black bowl and place it on the plate", "open_the top drawer\n", "turn on the stove"]
@@ -172,7 +173,7 @@ LENGTHS, TASKS_OF = [5, 3, 6], [0, 2, 1]
 def v2_png(tmp_path_factory, spm_path):
     src, out = tmp_path_factory.mktemp("v2src"), tmp_path_factory.mktemp("v2out")
     raw = write_lerobot(str(src), LENGTHS, TASKS_OF)
-    meta = data.prepare(str(src), str(out), spm_path, image_size=S, max_token_len=128, workers=2)
+    meta = prepare.prepare(str(src), str(out), spm_path, image_size=S, max_token_len=128, workers=2)
     return raw, meta, str(out)
 
 def test_prepare_v2_png_matches_direct_resize_with_pad(v2_png):
@@ -225,7 +226,7 @@ def test_prepare_v2_tokens_both_formats(v2_png, spm_path):
 
 def test_prepare_v2_video_decodes_frames(tmp_path, spm_path):
     raw = write_lerobot(str(tmp_path / "src"), [4, 6], [0, 1], kind="video")
-    meta = data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
+    meta = prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
     for c in range(2):
         got = np.load(tmp_path / "out" / f"images_{c}.npy").astype(float)
         want = np.stack([ref_resize_with_pad(im, S).transpose(2, 0, 1) for im in raw["images"][c]]).astype(float)
@@ -241,7 +242,7 @@ def test_prepare_v3_video_and_image_prefixed_keys(tmp_path, spm_path):
     raw = write_lerobot(str(tmp_path / "src"), [4, 5, 3], [1, 0, 2], version="v3.0", kind=["video", "image"],
                         cam_keys=keys, state_key="observation.state", action_key="action")
     # bare names are resolved to the prefixed LeRobot keys
-    meta = data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, cameras=["top", "wrist"],
+    meta = prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, cameras=["top", "wrist"],
                         action_key="action", image_size=S, workers=2)
     assert meta["camera_keys"] == list(keys) and meta["wrist"] == [False, True], meta
     assert meta["tasks"] == TASKS
@@ -259,7 +260,7 @@ def test_prepare_with_given_stats(tmp_path, spm_path):
     given = {"state": {"mean": [0.0] * 8, "std": [1.0] * 8, "q01": [-2.0] * 8, "q99": [2.0] * 8},
              "actions": {"mean": [0.0] * 7, "std": [1.0] * 7, "q01": [-3.0] * 7, "q99": [1.0] * 7}}
     (tmp_path / "norm_stats.json").write_text(json.dumps({"norm_stats": given}))
-    data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, max_token_len=128,
+    prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, max_token_len=128,
                  workers=1, stats=str(tmp_path / "norm_stats.json"))
     stats = data.load_stats(str(tmp_path / "out"))
     assert stats["actions"]["q01"].tolist() == [-3.0] * 7 and stats["state"]["q99"].tolist() == [2.0] * 8, stats
@@ -270,35 +271,35 @@ def test_prepare_with_given_stats(tmp_path, spm_path):
     given["state"]["q01"] = [0.0] * 5
     (tmp_path / "bad.json").write_text(json.dumps(given))
     with pytest.raises(ValueError, match="given stats for 'state' do not match the data's 8 dims"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out2"), spm_path, image_size=S, stats=str(tmp_path / "bad.json"))
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out2"), spm_path, image_size=S, stats=str(tmp_path / "bad.json"))
 
 def test_corrupt_png_names_episode_and_frame(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [4, 4], [0, 1], corrupt=(1, 2))
     with pytest.raises(ValueError, match=r"episode 1 frame 2: camera 'image': cannot decode"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=2)
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=2)
     assert not os.path.exists(tmp_path / "out" / "meta.json"), "a failed preparation must not look complete"
 
 def test_wrong_image_shape_names_episode_and_frame(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [3, 3], [0, 1], bad_shape=(0, 1))
     with pytest.raises(ValueError, match=r"episode 0 frame 1: camera 'image' image has shape \(40, 58, 3\)"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
 
 def test_missing_key_lists_available(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [3], [0])
     with pytest.raises(data.DataError, match=r"camera key 'left_wrist'.*available.*wrist_image"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, cameras=["image", "left_wrist"])
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, cameras=["image", "left_wrist"])
     with pytest.raises(data.DataError, match=r"action key 'action'.*available.*actions"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, action_key="action")
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, action_key="action")
 
 def test_empty_episode_is_an_error(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [3, 0, 2], [0, 1, 2])
     with pytest.raises(ValueError, match=r"episode 1: empty episode"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S)
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S)
 
 def test_video_shorter_than_parquet_names_frame(tmp_path, spm_path):
     write_lerobot(str(tmp_path / "src"), [3, 5], [0, 1], kind="video", short_video=1)
     with pytest.raises(ValueError, match=r"episode 1 frame 3: camera 'image': no video frame"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
 
 # -----------------------------------------------------------------------------
 # LeRobot's own naming with default flags, and the mistakes users make
@@ -311,7 +312,7 @@ def test_lerobot_convention_prepares_with_default_flags(tmp_path, spm_path, kind
     """a v3.0 dataset named as LeRobotDataset.create names it (observation.images.*, observation.state, action),
     prepared through the command line with only --src/--out/--tokenizer."""
     raw = write_lerobot(str(tmp_path / "src"), [4, 5, 3], [1, 0, 2], version="v3.0", kind=kind, **LEROBOT_KEYS)
-    data.main([f"--src={tmp_path / 'src'}", f"--out={tmp_path / 'out'}", f"--tokenizer={spm_path}",
+    prepare.main([f"--src={tmp_path / 'src'}", f"--out={tmp_path / 'out'}", f"--tokenizer={spm_path}",
                f"--image_size={S}", "--workers=1"])
     meta = json.load(open(tmp_path / "out" / "meta.json"))
     assert meta["cameras"] == ["image", "wrist_image"] and meta["wrist"] == [False, True], meta
@@ -328,26 +329,26 @@ def test_feature_selection_names_the_flag_when_ambiguous_or_missing():
     cam = {"dtype": "video", "shape": [8, 8, 3]}
     vec = {"dtype": "float32", "shape": [7]}
     feats = {"observation.images.top": cam, "observation.images.wrist": cam, "observation.state": vec, "action": vec}
-    got = data.select_features(feats)
+    got = prepare.select_features(feats)
     assert got == dict(cams=["observation.images.top", "observation.images.wrist"], names=["top", "wrist"],
                        wrist=[False, True], state="observation.state", actions="action"), got
-    assert data.select_features(feats, wrist=["top"])["wrist"] == [True, False], "--wrist overrides the name rule"
-    assert data.select_features(feats, wrist=[])["wrist"] == [False, False]
-    assert data.select_features(feats, cameras=["wrist"])["cams"] == ["observation.images.wrist"], "a flag wins"
+    assert prepare.select_features(feats, wrist=["top"])["wrist"] == [True, False], "--wrist overrides the name rule"
+    assert prepare.select_features(feats, wrist=[])["wrist"] == [False, False]
+    assert prepare.select_features(feats, cameras=["wrist"])["cams"] == ["observation.images.wrist"], "a flag wins"
     with pytest.raises(data.DataError, match=r"ambiguous action: the dataset has both \['action', 'actions'\]; pass --action_key="):
-        data.select_features(dict(feats, actions=vec))
-    assert data.select_features(dict(feats, actions=vec), action_key="actions")["actions"] == "actions"
+        prepare.select_features(dict(feats, actions=vec))
+    assert prepare.select_features(dict(feats, actions=vec), action_key="actions")["actions"] == "actions"
     with pytest.raises(data.DataError, match=r"no state feature .*'observation.state', 'state'.*pass --state_key="):
-        data.select_features({k: v for k, v in feats.items() if k != "observation.state"})
+        prepare.select_features({k: v for k, v in feats.items() if k != "observation.state"})
     with pytest.raises(data.DataError, match=r"no image or video features .*pass --cameras="):
-        data.select_features({"state": vec, "action": vec})
+        prepare.select_features({"state": vec, "action": vec})
     with pytest.raises(data.DataError, match=r"--wrist names \['side'\], which are not among the cameras"):
-        data.select_features(feats, wrist=["side"])
+        prepare.select_features(feats, wrist=["side"])
 
 def test_inspect_prints_the_plan_and_writes_nothing(tmp_path, spm_path, capsys):
     write_lerobot(str(tmp_path / "src"), [4, 3], [0, 1], version="v3.0", kind="video", **LEROBOT_KEYS)
     before = sorted(p for p, _, _ in os.walk(tmp_path))
-    data.main([f"--src={tmp_path / 'src'}", "--inspect", f"--tokenizer={spm_path}"])
+    prepare.main([f"--src={tmp_path / 'src'}", "--inspect", f"--tokenizer={spm_path}"])
     out = capsys.readouterr().out
     assert "2 episodes, 7 frames" in out and "3 tasks" in out, out
     assert "camera 0 'image'" in out and "camera 1 'wrist_image' (wrist)" in out, out
@@ -359,9 +360,9 @@ def test_inspect_prints_the_plan_and_writes_nothing(tmp_path, spm_path, capsys):
 def test_non_finite_action_names_episode_and_frame_or_is_dropped(tmp_path, spm_path, capsys):
     raw = write_lerobot(str(tmp_path / "src"), [4, 5], [0, 1], nan_at=(1, 2))
     with pytest.raises(data.DataError, match=r"episode 1 frame 2: non-finite action .*nan.* \(1 such frames in 1 episodes\).*--drop_nonfinite"):
-        data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
+        prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1)
     assert not os.path.exists(tmp_path / "out"), "the check runs before anything is written"
-    meta = data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1, drop_nonfinite=True)
+    meta = prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1, drop_nonfinite=True)
     assert "dropped 1 frames with non-finite state or actions" in capsys.readouterr().out
     keep = np.ones(9, bool)
     keep[4 + 2] = False
@@ -373,7 +374,7 @@ def test_non_finite_action_names_episode_and_frame_or_is_dropped(tmp_path, spm_p
 
 def test_prompts_cut_by_max_token_len_are_reported(tmp_path, spm_path, capsys):
     write_lerobot(str(tmp_path / "src"), [3, 2], [0, 1])
-    meta = data.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1, max_token_len=12)
+    meta = prepare.prepare(str(tmp_path / "src"), str(tmp_path / "out"), spm_path, image_size=S, workers=1, max_token_len=12)
     sp = data.load_tokenizer(spm_path)
     long = sum(len(data.encode_prompt(sp, t)) > 12 for t in meta["tasks"])
     assert 0 < long and meta["cut_prompts_pi0"] == long and meta["cut_prompts_pi05"] == 5, meta
@@ -402,7 +403,7 @@ def test_check_prepared_names_the_damaged_file(prepared_copy):
         data.check_prepared(str(d))
 
 def test_check_prepared_names_missing_dirs_and_broken_stats(prepared_copy, tmp_path):
-    with pytest.raises(data.DataError, match=r"data_dir '.*nowhere' does not exist: prepare a dataset first \(python data.py --src="):
+    with pytest.raises(data.DataError, match=r"data_dir '.*nowhere' does not exist: prepare a dataset first \(python prepare.py --src="):
         data.check_prepared(str(tmp_path / "nowhere"))
     (prepared_copy / "stats.json").write_text('{"norm_stats": {"state": {"q01": [0, 1]')
     with pytest.raises(data.DataError, match=r"stats\.json is not a valid stats file \(JSONDecodeError"):

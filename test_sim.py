@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import data
+import prepare
 import sim
 
 
@@ -59,7 +60,7 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     src, prepared = str(tmp_path / 'lerobot'), str(tmp_path / 'prepared')
     info = sim.write_metaworld(src, tasks, episodes=2, size=size, workers=1)
     assert info['total_episodes'] == 4 and info['codebase_version'] == 'v3.0'
-    meta = data.prepare(src, prepared, 'words', image_size=size, max_token_len=48, workers=1)
+    meta = prepare.prepare(src, prepared, 'words', image_size=size, max_token_len=48, workers=1)
     assert meta['cameras'] == ['image', 'wrist_image'] and meta['wrist'] == [False, True]
     assert (meta['state_dim'], meta['action_dim']) == (4, 4) and meta['tokenizer'] == 'words'
     assert sorted(meta['tasks']) == sorted(sim.INSTRUCTIONS[t] for t in tasks)

@@ -397,7 +397,7 @@ def data_copy(tiny_data, tmp_path):
 def test_missing_data_dir_fails_before_the_pi05_model_is_built(tmp_path):
     msg = train_error([os.path.join(ROOT, 'config', 'pi05_libero.py'), '--init_from=scratch', '--device=cpu',
                        f'--data_dir={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'])
-    assert 'nowhere' in msg and 'does not exist' in msg and 'python data.py --src=' in msg, msg
+    assert 'nowhere' in msg and 'does not exist' in msg and 'python prepare.py --src=' in msg, msg
     assert 'parameters' not in (tmp_path / 'out' / 'log.txt').read_text(), 'the model must not be built first'
 
 

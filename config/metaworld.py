@@ -1,7 +1,7 @@
 # Meta-World MT10 from scratch on one GPU: the 23M-parameter pi05-shaped 'small' model (two 128 px cameras, 10-action
 # chunks) on 50 scripted-expert demonstrations per task.
 #   python sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=50 --size=128
-#   python data.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=128 --max_token_len=48
+#   python prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=128 --max_token_len=48
 #   python train.py config/metaworld.py
 #   python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld --workers=10
 # global batch 128 = micro_batch 128 x grad_accum 1 x 1 GPU; 6000 iterations = 768k samples (~20 epochs of 38k frames).
