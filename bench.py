@@ -28,6 +28,7 @@ from dataclasses import replace
 import torch
 
 import data
+import memory
 import model as M
 import train
 
@@ -47,7 +48,7 @@ fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (trai
 compare = ''               # 'fp8' | 'fp32': loss curves of the default row and this precision, same init and batches
 compare_steps = 500
 infer = False              # inference: eager sample_actions vs compiled layers + CUDA graph (serve.GraphedSampler)
-fit = False                # for 80, 48 and 24 GB GPUs, the setting train.plan_fit chooses, run under that memory cap
+fit = False                # for 80, 48 and 24 GB GPUs, the setting memory.plan_fit chooses, run under that memory cap
 infer_calls = 100          # timed calls per inference row
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
 tasks_file = os.path.join(HERE, 'assets', 'libero_tasks.tsv')
@@ -415,16 +416,15 @@ FIT_PRECISIONS = [dict(param_dtype='float32'), dict(param_dtype='bfloat16'),  # 
 
 
 def fit_table(named, batches, peak, device):
-    """For each GPU size: the precision (default first), micro-batch and recompute train.plan_fit chooses, run on
+    """For each GPU size: the precision (default first), micro-batch and recompute memory.plan_fit chooses, run on
     this GPU capped to that size (torch.cuda.set_per_process_memory_fraction), with predicted and measured peaks."""
-    total = torch.cuda.get_device_properties(0).total_memory / train.GIB
+    total = torch.cuda.get_device_properties(0).total_memory / memory.GIB
     lines = ['| GPU | setting | samples/s | predicted peak GiB | measured peak GiB | error |', '|---|---|---|---|---|---|']
     for gpu_name, gib in FIT_GPUS.items():
         for precision in FIT_PRECISIONS:
-            conf = dict(train.default_config(), model_name=model_name, micro_batch='auto', recompute='auto', ema=False,
-                        **precision)
+            conf = dict(train.default_config(), model_name=model_name, ema=False, **precision)
             try:
-                B, accum, rc, plan = train.plan_fit(conf, gib)
+                B, accum, rc, plan = memory.plan_fit(conf, train.model_config(conf), gib)
                 break
             except SystemExit:
                 continue

@@ -7,8 +7,7 @@ Config overrides, nanoGPT's configurator with its sharp edges fixed. train.py an
 Arguments are applied left to right. A config file is run as Python (plain assignments; names starting with '_' are
 its private helpers). `--key=value` is split at the first '=' only, the value parsed with ast.literal_eval and kept as
 the raw string when that fails (or when the default is a string). A value must have its default's type, except that
-an int is accepted (and converted) where the default is a float, and 'auto' where it is an int (the script says
-which keys take it); bool values are True/False (or true/false). A key
+an int is accepted (and converted) where the default is a float; bool values are True/False (or true/false). A key
 without a default is an error that names it and suggests close matches. Only scalar globals (bool, int, float, str,
 None) are config keys.
 """
@@ -30,8 +29,6 @@ def _configure(argv, g):
             raise SystemExit(f"unknown config key {key!r} ({where}){hint}")
         default = g[key]
         if default is None or type(value) is type(default):
-            return value
-        if value == 'auto' and type(default) is int:  # e.g. micro_batch='auto'; the script says which keys take it
             return value
         if isinstance(default, float) and type(value) is int:  # --learning_rate=1 means 1.0
             return float(value)

@@ -600,8 +600,33 @@ class Pi05(nn.Module):
 RECOMPUTE_PRESETS = {'none': [], 'vit': ['vision.encoder.layers.*'], 'full': ['vision.encoder.layers.*', 'layers.*']}
 
 
+def recompute_unit_kinds(cfg):
+    """name -> kind of every unit whose activations can be recomputed in backward instead of stored: 'vit' (a SigLIP
+    layer), 'layers' (a whole joint layer), and a joint layer's parts 'attn', 'vlm_mlp', 'expert_mlp'. The memory
+    account (memory.py) charges activations by these kinds."""
+    kinds = {f'vision.encoder.layers.{i}': 'vit' for i in range(cfg.vit_depth)}
+    for i in range(cfg.depth):
+        kinds.update({f'layers.{i}': 'layers', f'layers.{i}.attn': 'attn', f'layers.{i}.vlm.mlp': 'vlm_mlp',
+                      f'layers.{i}.expert.mlp': 'expert_mlp'})
+    return kinds
+
+
+def resolve_recompute(cfg, spec):
+    """spec: 'none' | 'vit' | 'full' | comma-separated patterns over recompute_unit_kinds' names, where '*' stands for
+    one name part (e.g. 'vit,layers.*.vlm.mlp') -> the unit names chosen, or a ValueError naming the pattern."""
+    units, chosen = recompute_unit_kinds(cfg), []
+    for pattern in (p for part in spec.split(',') for p in RECOMPUTE_PRESETS.get(part, [part])):
+        regex = re.compile(re.escape(pattern).replace(r'\*', r'[^.]+'))
+        hits = [n for n in units if regex.fullmatch(n)]
+        if not hits:
+            raise ValueError(f"recompute pattern {pattern!r} matches no unit; units look like "
+                             f"'vision.encoder.layers.0', 'layers.0', 'layers.0.attn', 'layers.0.vlm.mlp', 'layers.0.expert.mlp'")
+        chosen += [n for n in hits if n not in chosen]
+    return chosen
+
+
 def recompute_units(model):
-    """name -> (object, method) of every unit whose activations can be recomputed in backward instead of stored."""
+    """name -> (object, method) of every unit in recompute_unit_kinds."""
     units = {f'vision.encoder.layers.{i}': (layer, 'forward') for i, layer in enumerate(model.vision.encoder.layers)}
     for i, layer in enumerate(model.layers):
         units.update({f'layers.{i}': (layer, 'forward'), f'layers.{i}.attn': (layer, 'attend'),
@@ -611,20 +636,11 @@ def recompute_units(model):
 
 
 def apply_recompute(model, spec):
-    """spec: 'none' | 'vit' | 'full' | comma-separated patterns over recompute_units' names, where '*' stands for
-    one name part (e.g. 'vit,layers.*.vlm.mlp'). Wraps each chosen unit in a non-reentrant checkpoint; the module
-    tree and state_dict are unchanged. Returns the chosen unit names."""
+    """Wraps each unit resolve_recompute(model.cfg, spec) chooses in a non-reentrant checkpoint; the module tree and
+    state_dict are unchanged. Returns the chosen unit names."""
     if getattr(model, 'recomputed', None) is not None:
         raise RuntimeError('apply_recompute was already applied to this model')
-    units = recompute_units(model)
-    chosen = []
-    for pattern in (p for part in spec.split(',') for p in RECOMPUTE_PRESETS.get(part, [part])):
-        regex = re.compile(re.escape(pattern).replace(r'\*', r'[^.]+'))
-        hits = [n for n in units if regex.fullmatch(n)]
-        if not hits:
-            raise ValueError(f"recompute pattern {pattern!r} matches no unit; units look like "
-                             f"'vision.encoder.layers.0', 'layers.0', 'layers.0.attn', 'layers.0.vlm.mlp', 'layers.0.expert.mlp'")
-        chosen += [n for n in hits if n not in chosen]
+    units, chosen = recompute_units(model), resolve_recompute(model.cfg, spec)
     for name in chosen:
         obj, method = units[name]
         setattr(obj, method, checkpointed(getattr(obj, method)))

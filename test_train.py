@@ -20,6 +20,7 @@ import pytest
 import torch
 
 import data
+import memory
 import model as M
 import sim
 import train
@@ -156,43 +157,67 @@ def test_memory_plan_reproduces_its_h200_measurements():
     """The account's constants come from bench.py on the H200 (micro-batch 32, 2 cameras, 64 prompt slots); the
     peaks it predicts for those runs must stay within 2% of what was measured."""
     conf = dict(train.default_config(), ema=False)
+    cfg = M.configs['pi05']
     measured = [('float32', 'none', 96.2), ('float32', 'vit', 81.6), ('float32', 'vit,layers.*.attn', 77.0),
                 ('float32', 'vit,layers.*.vlm.mlp', 52.6), ('bfloat16', 'vit', 59.8)]
     for param_dtype, recompute, gib in measured:
-        plan = train.memory_plan(dict(conf, param_dtype=param_dtype), 32, recompute)
+        plan = memory.memory_plan(dict(conf, param_dtype=param_dtype), cfg, 32, recompute)
         assert abs(plan['peak'] - gib) / gib < 0.02, f'{param_dtype} {recompute}: predicted {plan["peak"]:.1f} vs {gib} GiB'
     # bench.py --fit under caps (2026-12-01): micro-batch 8 x 4 micro-steps keeps earlier micro-steps' gradients
     for extra, recompute, gib in ((dict(param_dtype='bfloat16'), 'none', 39.4),
                                   (dict(param_dtype='float32', lora=True), 'vit,layers.*.attn', 22.0)):
-        plan = train.memory_plan(dict(conf, **extra), 8, recompute, grad_accum=4)
+        plan = memory.memory_plan(dict(conf, **extra), cfg, 8, recompute, grad_accum=4)
         assert abs(plan['peak'] - gib) / gib < 0.02, f'{extra} {recompute}: predicted {plan["peak"]:.1f} vs {gib} GiB'
-    plan = train.memory_plan(conf, 32, 'none')
+    plan = memory.memory_plan(conf, cfg, 32, 'none')
     assert abs(plan['weights'] - 3_353_433_872 * 4 / 2 ** 30) < 1e-6 and plan['moments'] == 2 * plan['grads']
-    half = train.memory_plan(conf, 16, 'none')
+    half = memory.memory_plan(conf, cfg, 16, 'none')
     assert abs(2 * half['activations'] - plan['activations']) < 1e-9, 'activations scale with the micro-batch'
-    more = train.memory_plan(conf, 32, 'none', prompt_slots=128)
+    more = memory.memory_plan(conf, cfg, 32, 'none', prompt_slots=128)
     assert more['activations'] > plan['activations'], 'longer prompts store more'
 
 
 def test_plan_fit_keeps_the_batch_and_the_cap():
-    conf = dict(train.default_config(), ema=False, micro_batch='auto', recompute='auto')
+    conf, cfg = dict(train.default_config(), ema=False), M.configs['pi05']
     for gib in (139.0, 79.0):
-        B, accum, rc, plan = train.plan_fit(conf, gib)
+        B, accum, rc, plan = memory.plan_fit(conf, cfg, gib)
         assert B * accum == 32 and plan['peak'] <= gib - 1.5, (gib, B, accum, rc, plan['peak'])
-    assert train.plan_fit(conf, 139.0)[:3] == (32, 1, 'none'), 'an H200 takes the default as it is'
+    assert memory.plan_fit(conf, cfg, 139.0)[:3] == (32, 1, 'none'), 'an H200 takes the default as it is'
     with pytest.raises(SystemExit, match=r"nothing fits 23\.5 GiB .*try param_dtype='bfloat16' or lora=True"):
-        train.plan_fit(conf, 23.5)
-    B, accum, rc, plan = train.plan_fit(dict(conf, lora=True, param_dtype='bfloat16'), 23.5)
+        memory.plan_fit(conf, cfg, 23.5)
+    B, accum, rc, plan = memory.plan_fit(dict(conf, lora=True, param_dtype='bfloat16'), cfg, 23.5)
     assert B >= 8 and plan['peak'] <= 22.0, (B, rc, plan)
-    B, accum, rc, _ = train.plan_fit(dict(conf, micro_batch=16, grad_accum=4), 79.0)
+    B, accum, rc, _ = memory.plan_fit(dict(conf, micro_batch=16, grad_accum=4), cfg, 79.0)
     assert B * accum == 64, 'an explicit micro_batch x grad_accum is kept'
 
 
 def test_auto_fit_in_a_run_says_what_it_chose(tiny_data, tmp_path):
-    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=1', '--micro_batch=auto', '--recompute=auto',
-                        '--gpu_mem_gib=4', '--ema=False', '--eval_interval=0'))
+    g = run_train(tiny_args(tiny_data, tmp_path, '--max_iters=1', '--fit=True', '--gpu_mem_gib=4', '--ema=False',
+                            '--eval_interval=0'))
     log = (tmp_path / 'log.txt').read_text()
     assert 'fit for 4.0 GiB: micro_batch 32 x grad_accum 1' in log and 'predicted weights' in log, log[-1500:]
+    state = torch.load(tmp_path / 'ckpt_1' / 'state.pt', weights_only=True)
+    assert state['config']['micro_batch'] == 32 and state['config']['recompute'] == 'none', state['config']
+    assert state['resolved']['device'] == 'cpu' and g['dev'] == 'cpu', 'the checkpoint says what was used'
+
+
+def test_memory_account_counts_any_recompute_spec():
+    """A spec apply_recompute accepts is charged by the units it covers: one layer's attention is 1/depth of all
+    layers' attention, a whole layer covers its parts, and a spec no unit matches is an error."""
+    conf, cfg = dict(train.default_config(), ema=False), M.configs['pi05']
+    act = lambda spec: memory.memory_plan(conf, cfg, 32, spec)['activations']
+    one, every, none = act('layers.0.attn'), act('layers.*.attn'), act('none')
+    assert abs((none - one) * cfg.depth - (none - every)) < 1e-9 * none, (none, one, every)
+    assert memory.recomputed(cfg, 'layers.3') == dict(vit=0, layers=1 / 18, attn=1 / 18, vlm_mlp=1 / 18, expert_mlp=1 / 18)
+    assert act('full') == act('full,layers.*.attn') < act('vit,layers.*.vlm.mlp,layers.*.attn')
+    assert memory.step_ms(cfg, 32, 1, 'full') == memory.step_ms(cfg, 32, 1, 'vit,layers.*')
+    with pytest.raises(ValueError, match="recompute pattern 'layers.99.attn' matches no unit"):
+        memory.recomputed(cfg, 'layers.99.attn')
+
+
+def test_int_keys_take_only_ints():
+    """'auto' is no longer a value of int keys: --max_iters=auto stops in the configurator, naming the key."""
+    msg = train_error(['--max_iters=auto'])
+    assert "config key 'max_iters'" in msg and 'expects int' in msg, msg
 
 
 def test_lora_run_resumes_exactly(tiny_data, tmp_path):

@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 import checkpoint
 import data
+import memory
 import model as M
 import sim
 
@@ -51,7 +52,7 @@ keep_last = 3                   # newest checkpoints kept; 0: all
 log_interval = 10               # iterations between log lines (each line is one host sync)
 timing_warmup = 3               # first iterations (compilation) are logged one by one and left out of the averages
 # data
-data_dir = 'data_cache/libero'  # a directory prepared by data.py
+data_dir = 'data_cache/libero'  # a directory prepared by prepare.py (or sim.py)
 synthetic_episodes = 0          # >0: write a synthetic dataset of this many episodes to data_dir if it is missing
 synthetic_objects = 3           # objects per synthetic scene: 3 (the instruction names one) | 1 (the image suffices)
 val_fraction = 0.05             # share of episodes held out for validation
@@ -65,8 +66,8 @@ max_token_len = None            # L, prompt slots; None: the model config's (pi0
 image_size = None               # S, image side (a multiple of the patch); None: the model config's (pi05: 224)
 attn = 'sdpa'                   # 'sdpa' | 'flex' | 'eager'; H200, micro-batch 32: sdpa 530 ms, flex 544 ms,
                                 # the same memory (bench.py, 2026-12-01)
-recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute) | 'auto' (plan_fit);
-                                # H200, micro-batch 32: none 530 ms 96 GiB, vit 564 ms 82 GiB (bench.py)
+recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute); H200, micro-batch 32:
+                                # none 530 ms 96 GiB, vit 564 ms 82 GiB (bench.py)
 compile = True                  # per-layer torch.compile (model.apply_compile)
 compile_vision = True           # also compile each SigLIP layer (measured on the H200: -38 ms/step at micro-batch 32)
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
@@ -77,9 +78,10 @@ loss_dims = 0                   # 0: loss over all 32 action dims (openpi); n: o
 lora = False                    # openpi's LoRA fine-tuning (model.apply_lora): adapters on both Gemma streams, their
                                 # base weights frozen in bf16; SigLIP, projector and heads trained (no EMA, no fp8)
 # batch: global batch = micro_batch * grad_accum * world size
-micro_batch = 32                # samples per process per micro-step; 'auto': chosen with recompute to fit the GPU
-                                # (plan_fit), keeping micro_batch x grad_accum of this value
+micro_batch = 32                # samples per process per micro-step
 grad_accum = 1                  # micro-steps per optimizer step
+fit = False                     # True: micro_batch, grad_accum and recompute chosen to fit gpu_mem_gib (memory.py's
+                                # plan_fit), keeping micro_batch x grad_accum; the log and checkpoints say what was used
 max_iters = 30000               # optimizer steps
 # optimizer and schedule: openpi pi05_libero (src/openpi/training/config.py, optimizer.py)
 learning_rate = 5e-5            # peak lr
@@ -95,8 +97,8 @@ ema = False                     # fp32 EMA of the weights, evaluated and saved (
 ema_decay = 0.999
 # system
 device = 'auto'                 # 'auto' (cuda if available) | 'cuda' | 'cpu'
-gpu_mem_gib = 0.0               # GiB that micro_batch/recompute='auto' plan for (and, on a larger GPU, the cap
-                                # this process runs under); 0: this GPU's memory
+gpu_mem_gib = 0.0               # GiB that fit=True plans for (and, on a larger GPU, the cap this process runs
+                                # under); 0: this GPU's memory
 shard = False                   # multi-GPU: FSDP2 (fully_shard) per joint layer, per SigLIP layer and the rest, fp32
                                 # master shards, instead of DDP's full copy of weights, gradients and moments per GPU
 ddp_bucket_mb = 0               # DDP gradient bucket size, MiB; 0: one joint layer's gradients, so buckets follow layers
@@ -129,11 +131,13 @@ def check_config(conf):
     patch = M.configs[conf['model_name']].patch
     if conf['image_size'] is not None and (not isinstance(conf['image_size'], int) or conf['image_size'] % patch):
         raise ValueError(f"image_size={conf['image_size']!r}: expected a multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
-    if conf['micro_batch'] == 'auto' or conf['recompute'] == 'auto':
-        if not (conf['micro_batch'] == 'auto' and conf['recompute'] == 'auto'):
-            raise ValueError("micro_batch='auto' and recompute='auto' go together (plan_fit chooses both)")
-    elif not isinstance(conf['micro_batch'], int) or isinstance(conf['micro_batch'], bool):
-        raise ValueError(f"micro_batch={conf['micro_batch']!r}: expected an int or 'auto'")
+    for key in ('micro_batch', 'grad_accum', 'max_iters'):
+        if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1:
+            raise ValueError(f"{key}={conf[key]!r}: expected a positive int")
+    try:
+        M.resolve_recompute(model_config(conf), conf['recompute'])
+    except ValueError as err:
+        raise ValueError(f"recompute={conf['recompute']!r}: {err}") from None
     if conf['shard'] and (conf['ema'] or conf['lora'] or conf['fp8']):
         raise ValueError('shard=True runs without ema, lora and fp8 for now (each untested with sharding)')
     if conf['lora'] and (conf['ema'] or conf['fp8']):
@@ -425,105 +429,6 @@ def memory_gib(device):
     return rss / 2 ** 30, os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2 ** 30
 
 # -----------------------------------------------------------------------------
-# memory: a per-component account of a training step's peak, and the automatic fit of micro-batch and recompute
-
-GIB = 2 ** 30
-# Activations stored per sample (GiB) by unit when that unit is not recomputed, for pi05 at 576 prefix tokens (2
-# cameras x 256 patches + 64 prompt slots) and 50 actions: the recompute table of bench.py (--recompute_table,
-# H200, 2026-11-29, micro-batch 32) divided by 32. 'rest' is what stays stored with every unit recomputed but the
-# joint layers as a whole (their inputs, embeddings, heads); 'layers' what a whole joint layer stores beyond that.
-ACT_GIB = {'vit': 0.457, 'vlm_mlp': 0.906, 'attn': 0.144, 'expert_mlp': 0.031, 'layers': 0.137, 'rest': 0.041}
-# Milliseconds per sample each recompute unit adds (same table), and a step's time per sample without recompute
-# and fixed per micro-step and per step (optimizer, clip): the speed model plan_fit ranks settings by.
-MS = {'sample': 15.0, 'vit': 0.98, 'vlm_mlp': 1.74, 'attn': 0.20, 'expert_mlp': 0.0, 'layers': 2.8, 'micro': 10.0, 'step': 50.0}
-ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
-TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
-                                                 # weights in flight, workspaces (fit of the same measurements)
-FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
-
-
-def recompute_kinds(spec):
-    """The unit kinds a recompute spec covers (for the account): a subset of ACT_GIB's keys."""
-    kinds = set()
-    for part in spec.split(','):
-        kinds |= {'none': set(), 'vit': {'vit'}, 'full': {'vit', 'layers'}}.get(part, set())
-        kinds |= {'vision.encoder.layers.*': {'vit'}, 'layers.*': {'layers'}, 'layers.*.attn': {'attn'},
-                  'layers.*.vlm.mlp': {'vlm_mlp'}, 'layers.*.expert.mlp': {'expert_mlp'}}.get(part, set())
-    return kinds
-
-
-def state_bytes(conf):
-    """Bytes of weights, of the trainable ones (their gradients take as much, their AdamW moments twice that) and
-    of an EMA copy, from a model built on the meta device with the config's dtype and LoRA settings."""
-    with torch.device('meta'):
-        m = M.Pi05(model_config(conf))
-        if conf['param_dtype'] == 'bfloat16':
-            m.set_param_dtype(torch.bfloat16)
-        if conf['lora']:
-            M.apply_lora(m)
-    weights = sum(p.numel() * p.element_size() for p in m.parameters())
-    trainable = sum(p.numel() * p.element_size() for p in m.parameters() if p.requires_grad)
-    return weights, trainable, 4 * sum(p.numel() for p in m.parameters()) if conf['ema'] else 0
-
-
-def memory_plan(conf, micro_batch, recompute, cameras=2, prompt_slots=64, grad_accum=1, states=None):
-    """Predicted peak GiB of a training step, by component: weights, gradients, AdamW moments, EMA, activations of
-    micro_batch samples (ACT_GIB scaled to this layout and model), transient. The peak is the larger of a micro-step's
-    backward (its activations, plus the gradients of earlier micro-steps when grad_accum > 1) and the optimizer step
-    (gradients, no activations). states: state_bytes(conf), when the caller has it already."""
-    cfg = model_config(conf)
-    weights, trainable, ema = states or state_bytes(conf)
-    ref = M.configs['pi05']
-    tokens = (cameras * cfg.patches + prompt_slots) / (2 * ref.patches + 64)   # Gemma-side activations scale with
-    size = (cfg.width * cfg.depth) / (ref.width * ref.depth)                  # prefix tokens and width x depth,
-    vit = cameras / 2 * cfg.patches / ref.patches * (cfg.vit_width * cfg.vit_depth) / (ref.vit_width * ref.vit_depth)
-    stored = set(ACT_GIB) - recompute_kinds(recompute)
-    if 'layers' not in stored:  # a whole recomputed layer stores none of its parts
-        stored -= {'vlm_mlp', 'attn', 'expert_mlp'}
-    per_sample = sum(ACT_GIB[k] * (vit if k == 'vit' else tokens * size) for k in stored)
-    if conf['fp8']:  # fp8 Linears store fp8 copies of their inputs: 0.47 GiB less per sample at micro-batch 32 (bench)
-        per_sample -= 0.47 * tokens * size * ('vlm_mlp' in stored)
-    if conf['lora']:
-        per_sample *= ACT_LORA
-    plan = dict(weights=weights / GIB, grads=trainable / GIB, moments=2 * trainable / GIB, ema=ema / GIB,
-                activations=micro_batch * per_sample, transient=TRANSIENT[conf['param_dtype']] * weights / GIB)
-    states = plan['weights'] + plan['moments'] + plan['ema'] + plan['transient']
-    plan['peak'] = max(states + plan['activations'] + (plan['grads'] if grad_accum > 1 else 0), states + plan['grads'])
-    return plan
-
-
-def step_ms(micro_batch, n_micro, recompute, lora=False):
-    """The speed model: ms per optimizer step (MS); LoRA skips the base weights' gradient GEMMs (about a third)."""
-    per = MS['sample'] * (0.7 if lora else 1.0) + sum(MS[k] for k in recompute_kinds(recompute))
-    return n_micro * (micro_batch * per + MS['micro']) + MS['step']
-
-
-def plan_fit(conf, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
-    """The fastest (micro-batch, recompute) whose predicted peak fits gpu_gib - margin_gib (CUDA context,
-    fragmentation), keeping micro_batch x grad_accum = the config's per-process batch (32 x grad_accum when
-    micro_batch='auto'). Returns (micro_batch, grad_accum, recompute, plan) or raises SystemExit naming what to
-    change."""
-    per_gpu = (32 if conf['micro_batch'] == 'auto' else conf['micro_batch']) * conf['grad_accum']
-    best, states = None, state_bytes(conf)
-    for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
-        for rc in FIT_RECOMPUTE:
-            plan = memory_plan(conf, B, rc, cameras, prompt_slots, per_gpu // B, states)
-            t = step_ms(B, per_gpu // B, rc, conf['lora'])
-            if plan['peak'] <= gpu_gib - margin_gib and (best is None or t < best[0]):
-                best = (t, B, rc, plan)
-    if best is None:
-        smallest = memory_plan(conf, 1, 'full', cameras, prompt_slots, per_gpu, states)['peak']
-        raise SystemExit(f"train.py: nothing fits {gpu_gib:.1f} GiB with param_dtype={conf['param_dtype']!r}, "
-                         f"lora={conf['lora']} (micro-batch 1 with full recompute needs {smallest:.1f} GiB): "
-                         f"try param_dtype='bfloat16' or lora=True")
-    _, B, rc, plan = best
-    return B, per_gpu // B, rc, plan
-
-
-def describe_plan(plan):
-    return ', '.join(f'{k} {v:.1f}' for k, v in plan.items() if k != 'peak' and v) + f" -> peak {plan['peak']:.1f} GiB"
-
-# -----------------------------------------------------------------------------
 # logging: rank 0 prints and appends to log.txt; losses.csv gets one row per iteration
 
 
@@ -580,22 +485,21 @@ if __name__ == '__main__':
     rank, local_rank, world_size = ((int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE']))
                                     if ddp else (0, 0, 1))
     master = rank == 0
-    if device == 'auto':
-        device = 'cuda' if torch.cuda.is_available() else 'cpu'
-    cuda = device.startswith('cuda')
+    dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device  # what this run uses
+    cuda = dev.startswith('cuda')
     if cuda and not torch.cuda.is_available():
         raise SystemExit(f"train.py: device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: "
                          f"use --device=cpu (or 'auto'), or install a CUDA build of torch")
     if cuda:
-        device = f'cuda:{local_rank}' if device == 'cuda' else device  # one GPU per process
-        torch.cuda.set_device(device)
+        dev = f'cuda:{local_rank}' if dev == 'cuda' else dev  # one GPU per process
+        torch.cuda.set_device(dev)
         # bf16-valued fp32 operands are exact in TF32, and TF32 is JAX's default fp32 matmul precision on GPU
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     if cuda and gpu_mem_gib:  # behave as the GPU planned for: the allocator is capped at gpu_mem_gib
-        total = torch.cuda.get_device_properties(device).total_memory / GIB
+        total = torch.cuda.get_device_properties(dev).total_memory / memory.GIB
         if gpu_mem_gib < total:
-            torch.cuda.set_per_process_memory_fraction(gpu_mem_gib / total, device)
+            torch.cuda.set_per_process_memory_fraction(gpu_mem_gib / total, dev)
     if ddp:
         dist.init_process_group('nccl' if cuda else 'gloo')
     torch.manual_seed(seed)  # fresh init is identical on every process (DDP broadcasts rank 0's weights anyway)
@@ -605,7 +509,7 @@ if __name__ == '__main__':
         for name in os.listdir(out_dir):  # temporary directories of checkpoints a crash interrupted
             if name.startswith('.tmp_ckpt_'):
                 shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
-    gpu = torch.cuda.get_device_name(device) if cuda else f'cpu ({torch.get_num_threads()} threads)'
+    gpu = torch.cuda.get_device_name(dev) if cuda else f'cpu ({torch.get_num_threads()} threads)'
     log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
         log_path, master)
 
@@ -641,27 +545,27 @@ if __name__ == '__main__':
     problems = data.check_against_model(meta, cfg, prompt_format, data_dir)
     if problems:
         raise SystemExit('train.py: ' + '\ntrain.py: '.join(problems))
-    if micro_batch == 'auto':  # the fastest micro-batch and recompute that fit, from the memory account
-        gib = gpu_mem_gib or memory_gib(device)[1]
-        longest = meta[f'max_prompt_len_{prompt_format}']
-        slots = data.bucketed(longest, prompt_bucket, cfg.max_token_len)
-        micro_batch, grad_accum, recompute, plan = plan_fit(dict(config), gib, len(meta['cameras']), slots)
-        config = MappingProxyType(dict(config, micro_batch=micro_batch, grad_accum=grad_accum, recompute=recompute))
-        log(f'fit for {gib:.1f} GiB: micro_batch {micro_batch} x grad_accum {grad_accum}, recompute {recompute!r}; '
-            f'predicted {describe_plan(plan)}', log_path, master)
+    if fit:  # the fastest micro-batch and recompute that fit, from the memory account; the config says what is used
+        gib = gpu_mem_gib or memory_gib(dev)[1]
+        slots = data.bucketed(meta[f'max_prompt_len_{prompt_format}'], prompt_bucket, cfg.max_token_len)
+        B, n_micro, rc, plan = memory.plan_fit(dict(config), cfg, gib, len(meta['cameras']), slots)
+        config = MappingProxyType(dict(config, micro_batch=B, grad_accum=n_micro, recompute=rc))
+        log(f'fit for {gib:.1f} GiB: micro_batch {B} x grad_accum {n_micro}, recompute {rc!r}; '
+            f'predicted {memory.describe_plan(plan)}', log_path, master)
+    B, n_micro = config['micro_batch'], config['grad_accum']
     tok = meta.get('tokenizer')
     if tok and tok != 'words' and not os.path.exists(tok):
         log(f"warning: the tokenizer {data_dir}/meta.json names, {tok}, is gone: checkpoints will not carry it, and "
             f"serve.py will ask for it to be copied into the checkpoint as tokenizer.model", log_path, master)
-    G = micro_batch * grad_accum * world_size  # global batch
-    log(f'global batch {G} = {micro_batch} x {grad_accum} x {world_size}\n' +
+    G = B * n_micro * world_size  # global batch
+    log(f'global batch {G} = {B} x {n_micro} x {world_size}\n' +
         '\n'.join(f'{k} = {v!r}' for k, v in config.items()), log_path, master)
     loader_kw = dict(rank=rank, world_size=world_size, seed=seed, horizon=cfg.action_horizon, action_dim=cfg.action_dim,
                      prompt_format=prompt_format, val_fraction=val_fraction, token_len=cfg.max_token_len,
                      prompt_bucket=prompt_bucket)
-    loader = data.Loader(data_dir, 'train', micro_batch, grad_accum, start_step=state['loader']['step'] if state else 0,
+    loader = data.Loader(data_dir, 'train', B, n_micro, start_step=state['loader']['step'] if state else 0,
                          **loader_kw)
-    val_loader = data.Loader(data_dir, 'val', micro_batch, 1, prefetch=0, **loader_kw)
+    val_loader = data.Loader(data_dir, 'val', B, 1, prefetch=0, **loader_kw)
     log(f'data: {data_dir}, {len(loader.frames)} train / {len(val_loader.frames)} val frames, cameras '
         f"{loader.meta['cameras']} (wrist {loader.wrist}), prompt '{prompt_format}'", log_path, master)
 
@@ -669,13 +573,13 @@ if __name__ == '__main__':
     try:
         if lora and ckpt:  # the base the run started from, then its adapters and trained weights
             base = state['config']['init_from']
-            raw_model = build_model(config, device, weights=None if base in ('scratch', 'resume') else base)
+            raw_model = build_model(config, dev, weights=None if base in ('scratch', 'resume') else base)
             M.load_lora(raw_model, os.path.join(ckpt, 'adapters.safetensors'))
         else:
-            raw_model = build_model(config, device, weights=ckpt)
+            raw_model = build_model(config, dev, weights=ckpt)
     except M.CheckpointError as err:
         raise SystemExit(f'train.py: {err}')
-    model = wrap_model(raw_model, config, device, cameras=len(loader.wrist))
+    model = wrap_model(raw_model, config, dev, cameras=len(loader.wrist))
     n_params = sum(p.numel() for p in raw_model.parameters())
     n_train = sum(p.numel() for p in raw_model.parameters() if p.requires_grad)
     log(f'{model_name}: {n_params / 1e6:.1f}M parameters, {n_train / 1e6:.1f}M trained', log_path, master)
@@ -692,9 +596,10 @@ if __name__ == '__main__':
     if fp8:
         import fp8 as fp8_lib
         fp8_off = lambda: fp8_lib.fp8_disabled(raw_model)  # evaluation runs the same weights in bf16
-    if peak_tflops == 0 and cuda:
-        peak_tflops = measure_matmul_tflops(device)
-        log(f'bf16 matmul peak measured: {peak_tflops:.0f} TFLOP/s', log_path, master)
+    peak = peak_tflops
+    if peak == 0 and cuda:
+        peak = measure_matmul_tflops(dev)
+        log(f'bf16 matmul peak measured: {peak:.0f} TFLOP/s', log_path, master)
 
     # losses.csv: on resume, keep the rows before the checkpoint, so it reads as one uninterrupted run
     if master:
@@ -709,7 +614,7 @@ if __name__ == '__main__':
 
     # -------------------------------------------------------------------------
     # the loop
-    pending = []   # (iter, lr, loss, gnorm) as device tensors, read at the next log line or checkpoint
+    pending = []   # (iter, lr, loss, gnorm) as dev tensors, read at the next log line or checkpoint
     evals = {}     # iter -> evaluation columns, written with that iteration's row
     interval = []  # (iter, lr, loss, gnorm) read since the last log line
     last_eval = None
@@ -722,11 +627,11 @@ if __name__ == '__main__':
         t_pause = time.perf_counter()  # evaluation and checkpoints are not step time
         if eval_interval and (it % eval_interval == 0 or it == max_iters):
             with fp8_off():
-                ev = evaluate(raw_model, val_loader, config, device, eval_iters)
+                ev = evaluate(raw_model, val_loader, config, dev, eval_iters)
             evals[it] = {k: repr(v) for k, v in ev.items()}
             msg = f'eval iter {it} | ' + describe_eval(ev)
             if ema_model:
-                ema_ev = evaluate(ema_model.model, val_loader, config, device, eval_iters)
+                ema_ev = evaluate(ema_model.model, val_loader, config, dev, eval_iters)
                 evals[it].update({'ema_' + k: repr(v) for k, v in ema_ev.items()})
                 msg += ' | ' + describe_eval(ema_ev, 'ema ')
             best_val_loss, last_eval = min(best_val_loss, ev['val_loss']), ev
@@ -737,6 +642,7 @@ if __name__ == '__main__':
             weights, optim_state = full_state(raw_model, optimizer)
             if master:
                 state = {'iter': it, 'optimizer': optim_state, 'config': dict(config),
+                         'resolved': {'device': dev, 'peak_tflops': peak, 'world_size': world_size},
                          'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
@@ -751,9 +657,9 @@ if __name__ == '__main__':
 
         # one optimizer step
         lr = lr_at(it, config)
-        micro_batches = [to_device(b, device) for b in next(loader)]
+        micro_batches = [to_device(b, dev) for b in next(loader)]
         flops += sum(raw_model.estimate_flops(mb) for mb in micro_batches)
-        loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, device),
+        loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, dev),
                                  loader.wrist)
         if ema_model:
             ema_model.update()
@@ -768,8 +674,8 @@ if __name__ == '__main__':
             now = time.perf_counter()
             dt, n = now - t_log, it - it_log
             tflops = flops / dt / 1e12
-            mfu = f'{100 * tflops / peak_tflops:.1f}%' if peak_tflops else 'n/a'
-            used, total = memory_gib(device)
+            mfu = f'{100 * tflops / peak:.1f}%' if peak else 'n/a'
+            used, total = memory_gib(dev)
             log(f'iter {it}/{max_iters} | loss {sum(r[2] for r in interval) / len(interval):.4f} | lr {lr:.1e} | '
                 f'gnorm {interval[-1][3]:.2f} | {1000 * dt / n:.1f} ms | data {100 * (loader.wait_time - wait_log) / dt:.0f}% | '
                 f'{n * G / dt:.1f} samples/s | {tflops_str(tflops)} TFLOP/s/gpu | mfu {mfu} | mem {used:.1f}/{total:.1f} GiB',
@@ -790,12 +696,12 @@ if __name__ == '__main__':
     if s['iters']:
         tf = s['flops'] / s['seconds'] / 1e12
         speed = (f"{1000 * s['seconds'] / s['iters']:.1f} ms/iter | {s['iters'] * G / s['seconds']:.1f} samples/s | "
-                 f"{tflops_str(tf)} TFLOP/s/gpu | mfu {f'{100 * tf / peak_tflops:.1f}%' if peak_tflops else 'n/a'}")
+                 f"{tflops_str(tf)} TFLOP/s/gpu | mfu {f'{100 * tf / peak:.1f}%' if peak else 'n/a'}")
     else:
         speed = 'no iterations after the warm-up'
     final = ' | final ' + describe_eval(last_eval) if last_eval else ''
     log(f'done: {it - start_iter} iters in {time.perf_counter() - t_run:.1f} s ({warmup_seconds:.1f} s warm-up) | {speed} '
-        f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(device)[0]:.1f} GiB', log_path, master)
+        f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(dev)[0]:.1f} GiB', log_path, master)
     loader.close()
     if ddp:
         dist.destroy_process_group()

@@ -1,6 +1,6 @@
 # Pi0.5 fine-tuned on LIBERO, fast: the dataset's 2 cameras (openpi's empty third slot is never built), horizon 50,
 # the pi05 prompt with the discretized state, cuDNN attention, per-layer compile, the micro-batch and recompute that fit
-# the GPU (plan_fit), bf16 compute with
+# the GPU (fit=True, memory.plan_fit), bf16 compute with
 # fp32 master weights and fp32 AdamW moments, EMA 0.999; optimizer and schedule from openpi's pi05_libero.
 #   python prepare.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model   # once
 #   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py
@@ -15,11 +15,11 @@ prompt_format = 'pi05'
 prompt_bucket = 32
 attn = 'sdpa'                        # cuDNN attention: faster than flex here, same memory (bench.py)
 compile = True
-recompute = 'auto'                   # with micro_batch='auto': the fastest pair that fits this GPU (train.plan_fit);
-                                     # an H200 takes micro-batch 32 without recompute, an 80 GB GPU 8 x 4
+fit = True                           # micro_batch, grad_accum and recompute: the fastest setting that fits this GPU
+                                     # (memory.plan_fit); an H200 takes micro-batch 32 without recompute, 80 GB 8 x 4
 dtype = 'bfloat16'
 param_dtype = 'float32'
-micro_batch = 'auto'                 # x grad_accum keeps 32 per GPU
+micro_batch = 32                     # x grad_accum: 32 per GPU, kept by the fit
 grad_accum = 1
 max_iters = 30000
 learning_rate = 5e-5                 # openpi pi05_libero: CosineDecaySchedule(10k, 5e-5, 1M, 5e-5), i.e. constant after warmup

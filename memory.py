@@ -1,0 +1,113 @@
+"""
+The memory a training step needs, by component, and the automatic fit of micro-batch and recompute to a GPU.
+
+    plan = memory_plan(conf, cfg, micro_batch=32, recompute='vit')     # GiB: weights, grads, moments, ema, ...
+    B, grad_accum, recompute, plan = plan_fit(conf, cfg, gpu_gib=79.1)  # the fastest setting that fits
+
+conf holds train.py's keys param_dtype, lora, ema, fp8, micro_batch and grad_accum; cfg is the model config. The
+weights' bytes come from the model built on the meta device; the activations from the constants below, measured on
+the H200 for pi05 and scaled to the layout and model; which unit a recompute spec covers, from the model
+(model.recompute_unit_kinds). train.py --fit=True and bench.py --fit=True use it; test_train.py checks it against
+its measurements.
+"""
+from collections import Counter
+
+import torch
+
+import model as M
+
+GIB = 2 ** 30
+# Activations stored per sample (GiB) by unit kind when no unit of that kind is recomputed, for pi05 at 576 prefix
+# tokens (2 cameras x 256 patches + 64 prompt slots) and 50 actions: bench.py's recompute table (H200, 2026-11-29,
+# micro-batch 32, flex attention) divided by 32. 'rest' is what stays stored with every unit recomputed (the layers'
+# inputs, embeddings, heads); 'layers' what a whole joint layer stores beyond its parts.
+ACT_GIB = {'vit': 0.457, 'vlm_mlp': 0.906, 'attn': 0.144, 'expert_mlp': 0.031, 'layers': 0.137, 'rest': 0.041}
+# Milliseconds per sample that recomputing every unit of a kind adds (same table), and a step's time per sample
+# without recompute, per micro-step and per step (optimizer, clip): the speed model plan_fit ranks settings by.
+MS = {'sample': 15.0, 'vit': 0.98, 'vlm_mlp': 1.74, 'attn': 0.20, 'expert_mlp': 0.0, 'layers': 2.8, 'micro': 10.0, 'step': 50.0}
+ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
+TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
+                                                 # weights in flight, workspaces (fit of the same measurements)
+FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
+
+
+def recomputed(cfg, spec, nested=True):
+    """{kind: share of that kind's units recomputed} for any recompute spec model.apply_recompute accepts (e.g.
+    'layers.0.attn' is 1/depth of 'attn'). nested: a part of a recomputed whole layer counts as recomputed (what it
+    stores); else only the units the spec names (what they cost)."""
+    kinds = M.recompute_unit_kinds(cfg)
+    chosen = set(M.resolve_recompute(cfg, spec))
+    whole = {n for n in chosen if kinds[n] == 'layers'} if nested else set()
+    covered = {n for n in kinds if n in chosen or any(n.startswith(w + '.') for w in whole)}
+    total, done = Counter(kinds.values()), Counter(kinds[n] for n in covered)
+    return {k: done[k] / total[k] for k in total}
+
+
+def state_bytes(conf, cfg):
+    """Bytes of weights, of the trainable ones (their gradients take as much, their AdamW moments twice that) and
+    of an EMA copy, from the model built on the meta device with the config's dtype and LoRA settings."""
+    with torch.device('meta'):
+        m = M.Pi05(cfg)
+        if conf['param_dtype'] == 'bfloat16':
+            m.set_param_dtype(torch.bfloat16)
+        if conf['lora']:
+            M.apply_lora(m)
+    weights = sum(p.numel() * p.element_size() for p in m.parameters())
+    trainable = sum(p.numel() * p.element_size() for p in m.parameters() if p.requires_grad)
+    return weights, trainable, 4 * sum(p.numel() for p in m.parameters()) if conf['ema'] else 0
+
+
+def memory_plan(conf, cfg, micro_batch, recompute, cameras=2, prompt_slots=64, grad_accum=1, states=None):
+    """Predicted peak GiB of a training step, by component: weights, gradients, AdamW moments, EMA, activations of
+    micro_batch samples (ACT_GIB scaled to this layout and model), transient. The peak is the larger of a micro-step's
+    backward (its activations, plus the gradients of earlier micro-steps when grad_accum > 1) and the optimizer step
+    (gradients, no activations). states: state_bytes(conf, cfg), when the caller has it already."""
+    weights, trainable, ema = states or state_bytes(conf, cfg)
+    ref = M.configs['pi05']
+    tokens = (cameras * cfg.patches + prompt_slots) / (2 * ref.patches + 64)   # Gemma-side activations scale with
+    size = (cfg.width * cfg.depth) / (ref.width * ref.depth)                  # prefix tokens and width x depth,
+    vit = cameras / 2 * cfg.patches / ref.patches * (cfg.vit_width * cfg.vit_depth) / (ref.vit_width * ref.vit_depth)
+    share = recomputed(cfg, recompute)
+    per_sample = ACT_GIB['rest'] * tokens * size + sum(
+        ACT_GIB[k] * (vit if k == 'vit' else tokens * size) * (1 - share[k]) for k in share)
+    if conf['fp8']:  # fp8 Linears store fp8 copies of their inputs: 0.47 GiB less per sample at micro-batch 32 (bench)
+        per_sample -= 0.47 * tokens * size * (1 - share['vlm_mlp'])
+    if conf['lora']:
+        per_sample *= ACT_LORA
+    plan = dict(weights=weights / GIB, grads=trainable / GIB, moments=2 * trainable / GIB, ema=ema / GIB,
+                activations=micro_batch * per_sample, transient=TRANSIENT[conf['param_dtype']] * weights / GIB)
+    states = plan['weights'] + plan['moments'] + plan['ema'] + plan['transient']
+    plan['peak'] = max(states + plan['activations'] + (plan['grads'] if grad_accum > 1 else 0), states + plan['grads'])
+    return plan
+
+
+def step_ms(cfg, micro_batch, n_micro, recompute, lora=False):
+    """The speed model: ms per optimizer step (MS); LoRA skips the base weights' gradient GEMMs (about a third)."""
+    share = recomputed(cfg, recompute, nested=False)
+    per = MS['sample'] * (0.7 if lora else 1.0) + sum(MS[k] * share[k] for k in share)
+    return n_micro * (micro_batch * per + MS['micro']) + MS['step']
+
+
+def plan_fit(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
+    """The fastest (micro-batch, grad_accum, recompute) whose predicted peak fits gpu_gib - margin_gib (CUDA context,
+    fragmentation), keeping the config's per-process batch micro_batch x grad_accum. Returns (micro_batch,
+    grad_accum, recompute, plan) or raises SystemExit naming what to change."""
+    per_gpu = conf['micro_batch'] * conf['grad_accum']
+    best, states = None, state_bytes(conf, cfg)
+    for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
+        for rc in FIT_RECOMPUTE:
+            plan = memory_plan(conf, cfg, B, rc, cameras, prompt_slots, per_gpu // B, states)
+            t = step_ms(cfg, B, per_gpu // B, rc, conf['lora'])
+            if plan['peak'] <= gpu_gib - margin_gib and (best is None or t < best[0]):
+                best = (t, B, rc, plan)
+    if best is None:
+        smallest = memory_plan(conf, cfg, 1, 'full', cameras, prompt_slots, per_gpu, states)['peak']
+        raise SystemExit(f"train.py: nothing fits {gpu_gib:.1f} GiB with param_dtype={conf['param_dtype']!r}, "
+                         f"lora={conf['lora']} (micro-batch 1 with full recompute needs {smallest:.1f} GiB): "
+                         f"try param_dtype='bfloat16' or lora=True")
+    _, B, rc, plan = best
+    return B, per_gpu // B, rc, plan
+
+
+def describe_plan(plan):
+    return ', '.join(f'{k} {v:.1f}' for k, v in plan.items() if k != 'peak' and v) + f" -> peak {plan['peak']:.1f} GiB"
