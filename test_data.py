@@ -712,3 +712,29 @@ def test_cuda_augment_matches_cpu_and_loader_pins(syn):
     b = ld.next()[0]
     ld.close()
     assert all(v.is_pinned() for v in b.values()), {k: v.is_pinned() for k, v in b.items()}
+
+# -----------------------------------------------------------------------------
+# order and naming rules a source dataset may not follow
+
+def test_rows_out_of_frame_order_and_a_shuffled_task_table_prepare_the_same(tmp_path, spm_path):
+    """LeRobot v3: the data file's rows reversed and the task table's rows reversed give the same prepared arrays
+    (frames are ordered by frame_index, tasks looked up by task_index)."""
+    import pyarrow.parquet as pq
+    src = str(tmp_path / "src")
+    write_lerobot(src, [4, 5, 3], [1, 0, 2], version="v3.0")
+    ref = prepare.prepare(src, str(tmp_path / "ref"), spm_path, image_size=S, max_token_len=128, workers=1)
+    data_file = os.path.join(src, "data", "chunk-000", "file-000.parquet")
+    t = pq.read_table(data_file)
+    pq.write_table(t.take(list(range(t.num_rows))[::-1]), data_file)
+    tasks = os.path.join(src, "meta", "tasks.parquet")
+    tt = pq.read_table(tasks)
+    pq.write_table(tt.take(list(range(tt.num_rows))[::-1]), tasks)
+    got = prepare.prepare(src, str(tmp_path / "got"), spm_path, image_size=S, max_token_len=128, workers=1)
+    assert got["tasks"] == ref["tasks"]
+    for name in ("images_0.npy", "state.npy", "actions.npy", "task_index.npy", "tokens_pi05.npy"):
+        a, b = np.load(tmp_path / "ref" / name), np.load(tmp_path / "got" / name)
+        assert np.array_equal(a, b), name
+
+def test_wrist_rule_ignores_case():
+    assert data.is_wrist("Wrist") and data.is_wrist("cam_WRIST_left") and data.is_wrist("wrist_image")
+    assert not data.is_wrist("image") and not data.is_wrist("top")

@@ -649,3 +649,18 @@ class TestGPU:
             m(b).backward()  # noise and time drawn on the device
         finally:
             torch.cuda.set_sync_debug_mode('default')
+
+
+def test_lora_scale_is_alpha_over_rank():
+    """A LoRA layer adds (x A^T) B^T * alpha / rank, in the forward pass and in the merged weight (openpi's defaults
+    have alpha = rank, which would hide a scale of alpha)."""
+    torch.manual_seed(0)
+    model = M.build('tiny', 'cpu', attn='eager', compute_dtype=torch.float32)
+    M.apply_lora(model, ranks={'vlm': (4, 12.0), 'expert': (2, 3.0)}, base_dtype=torch.float32)
+    lin = model.layers[0].vlm.get_submodule('mlp.up_proj')
+    with torch.no_grad():
+        lin.lora_B.normal_()
+    x = torch.randn(3, lin.in_features)
+    want = x @ lin.weight.T + (x @ lin.lora_A.T) @ lin.lora_B.T * 3.0
+    assert torch.allclose(lin(x), want, atol=1e-5), (lin(x) - want).abs().max()
+    assert torch.allclose(lin.merged_weight(), lin.weight + lin.lora_B @ lin.lora_A * 3.0, atol=1e-6)

@@ -225,3 +225,45 @@ class TestGPU:
         assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'
         other = torch.randn_like(noise)
         assert not torch.equal(fast(batch, other), got), 'the graph must read its inputs anew on every call'
+
+
+def test_float_and_chw_frames_are_read_like_uint8_hwc(trained):
+    """openpi's clients may send float frames in [0, 1] and LeRobot's CHW layout: both must reach the model exactly as
+    the uint8 HWC frame they stand for (x255, transposed the right way)."""
+    policy = serve.Policy(trained[0], 'cpu')
+    rng = np.random.default_rng(0)
+    hwc = rng.integers(0, 256, (28, 20, 3), dtype=np.uint8)  # not square: a wrong transpose changes the shape
+    ref = policy._image({'observation/image': hwc}, 'image')
+    for name, frame in (('float [0, 1]', hwc.astype(np.float32) / 255), ('CHW', hwc.transpose(2, 0, 1)),
+                        ('float CHW', hwc.transpose(2, 0, 1).astype(np.float64) / 255)):
+        got = policy._image({'observation/image': frame}, 'image')
+        assert np.array_equal(got, ref), f'{name}: max diff {np.abs(got.astype(int) - ref).max()}'
+
+
+def test_episodes_execute_each_chunk_from_its_first_action_and_differ():
+    """eval.py runs a chunk's actions in order from the first, replanning after `replan` of them, and every episode
+    is a scene of its own."""
+    keys = {'image': 'i', 'wrist_image': 'w', 'state': 's', 'prompt': 'p'}
+    scene = sim.Scene([('red', 'square', 0.9, 0.9)], 0, [0.5, 0.5])
+    chunk = np.zeros((10, 7), np.float32)
+    chunk[0, 0] = 0.1   # +0.01 in x, then +0.01 in y, then nothing
+    chunk[1, 1] = 0.1
+    calls = []
+    infer = lambda obs: calls.append(obs['s'].copy()) or {'actions': chunk}
+    evaluation.synthetic_episode(infer, scene, keys, 16, 5, 2)
+    np.testing.assert_allclose(scene.grip, [0.51, 0.51], atol=1e-9)
+    assert len(calls) == 1
+    rows = evaluation.run_synthetic(lambda obs: {'actions': np.zeros((10, 7))}, keys, 4, max_steps=1, size=16,
+                                    progress=False)
+    starts = {tuple(np.round(r['path'][0], 6)) for r in rows}
+    assert len(starts) == 4 and len({r['task'] for r in rows}) > 1, 'every episode must be a new scene'
+
+
+def test_success_needs_the_gripper_closed_on_the_named_object():
+    scene = sim.Scene([('red', 'square', 0.5, 0.5), ('blue', 'circle', 0.2, 0.2)], 0, [0.5, 0.5])
+    assert not scene.success(), 'at the object but open: not done'
+    scene.step(np.array([0, 0, 0, 0, 0, 0, 1.0]))
+    assert scene.success()
+    other = sim.Scene([('red', 'square', 0.5, 0.5), ('blue', 'circle', 0.2, 0.2)], 0, [0.2, 0.2])
+    other.step(np.array([0, 0, 0, 0, 0, 0, 1.0]))
+    assert other.closed and not other.success(), 'closing on the other object is a failure'

@@ -19,6 +19,7 @@ import sys
 import pytest
 import torch
 
+import checkpoint
 import data
 import memory
 import model as M
@@ -575,3 +576,75 @@ def test_bench_trace_summary_counts_kinds_and_idle():
     s = bench.trace_summary(kernels)
     assert s == {'span': 3.5, 'idle': 1.5, 'GEMM': 1.0, 'fused elementwise (Triton)': 0.5, 'attention': 0.4,
                  'optimizer': 0.3}, s
+
+
+def tiny_step_setup(B=8, clip=1.0):
+    conf = dict(train.default_config(), model_name='tiny', action_horizon=5, max_token_len=24, attn='eager',
+                compile=False, recompute='none', dtype='float32', grad_clip=clip, augment=False, micro_batch=B)
+    g = torch.Generator().manual_seed(0)
+    cfg = M.configs['tiny']
+    batch = dict(images=torch.randint(0, 256, (B, 2, 3, 28, 28), dtype=torch.uint8, generator=g),
+                 image_mask=torch.ones(B, 2, dtype=torch.bool), tokens=torch.randint(1, 100, (B, 24), generator=g),
+                 token_mask=torch.arange(24)[None] < torch.randint(4, 24, (B, 1), generator=g), sample_id=torch.arange(B),
+                 actions=torch.randn(B, cfg.action_horizon, 32, generator=g))
+    return conf, batch
+
+
+def test_accumulated_micro_steps_equal_one_large_step():
+    """grad_accum 2 x micro-batch 4 and 1 x 8 over the same samples: the same loss, gradient norm and weights (the
+    loss of each micro-step is divided by their number)."""
+    conf, batch = tiny_step_setup(8)
+    out = {}
+    for n in (1, 2):
+        torch.manual_seed(0)
+        raw = train.build_model(conf, 'cpu')
+        opt = train.make_optimizer(raw, conf)
+        mbs = [{k: v[i * 8 // n:(i + 1) * 8 // n] for k, v in batch.items()} for i in range(n)]
+        loss, gnorm = train.train_step(raw, raw, opt, mbs, conf, 1e-3, torch.Generator().manual_seed(3), [False, True])
+        out[n] = float(loss), float(gnorm), torch.cat([p.detach().flatten() for p in raw.parameters()])
+    assert abs(out[1][0] - out[2][0]) < 1e-5 * out[1][0] and abs(out[1][1] - out[2][1]) < 1e-4 * out[1][1], (out[1][:2], out[2][:2])
+    assert (out[1][2] - out[2][2]).abs().max() < 1e-6, 'the weights after the step differ'
+
+
+def test_gradients_are_clipped_before_the_step():
+    """The optimizer sees gradients of global norm grad_clip when the norm was larger (train_step returns the norm
+    before clipping)."""
+    conf, batch = tiny_step_setup(4, clip=0.01)
+    torch.manual_seed(0)
+    raw = train.build_model(conf, 'cpu')
+    seen = []
+
+    class Spy:
+        param_groups = [{}]
+        def step(self):
+            seen.append(float(torch.nn.utils.get_total_norm([p.grad for p in raw.parameters() if p.grad is not None])))
+        def zero_grad(self, set_to_none=True):
+            raw.zero_grad(set_to_none=set_to_none)
+    _, gnorm = train.train_step(raw, raw, Spy(), [batch], conf, 1e-3, torch.Generator().manual_seed(0), [False, True])
+    assert float(gnorm) > 10 * conf['grad_clip'] and abs(seen[0] - conf['grad_clip']) < 1e-4, (float(gnorm), seen)
+
+
+def test_a_non_finite_loss_or_gradient_norm_alone_stops_the_run(tmp_path):
+    """flush stops on a NaN loss with a finite gradient norm, and on an infinite norm with a finite loss."""
+    for loss, gnorm in ((float('nan'), 1.0), (0.5, float('inf'))):
+        pending = [(0, 1e-3, torch.tensor(0.4), torch.tensor(1.0)), (1, 1e-3, torch.tensor(loss), torch.tensor(gnorm))]
+        with pytest.raises(SystemExit, match='non-finite loss .* at iter 1: stopping'):
+            train.flush(pending, {}, str(tmp_path / 'l.csv'), 1, str(tmp_path), str(tmp_path / 'log.txt'))
+
+
+def test_memory_plan_counts_the_ema_copy():
+    conf, cfg = dict(train.default_config(), ema=False), M.configs['pi05']
+    without, with_ema = (memory.memory_plan(dict(conf, ema=e), cfg, 32, 'none') for e in (False, True))
+    assert abs(with_ema['ema'] - 3_353_433_872 * 4 / 2 ** 30) < 1e-6 and without['ema'] == 0
+    assert abs(with_ema['peak'] - without['peak'] - with_ema['ema']) < 1e-9
+
+
+def test_a_size_only_the_manifest_knows_marks_the_checkpoint_broken(tiny_data, tmp_path):
+    """Bytes appended to state.pt leave it loadable; only the manifest's size tells that it was overwritten."""
+    run_train(tiny_args(tiny_data, tmp_path, '--max_iters=2', '--eval_interval=0', '--micro_batch=4'))
+    ckpt = tmp_path / 'ckpt_2'
+    assert checkpoint.checkpoint_problem(str(ckpt)) is None
+    with open(ckpt / 'state.pt', 'ab') as f:
+        f.write(b'\0' * 64)
+    torch.load(ckpt / 'state.pt', weights_only=True)  # still loads
+    assert 'the manifest says' in checkpoint.checkpoint_problem(str(ckpt))
