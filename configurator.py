@@ -18,8 +18,23 @@ import os as _os
 import sys as _sys
 
 
+def _help(g):
+    """The script's docstring and its config block (every key with its default and comment), as the source says."""
+    source = open(g['__file__']).read()
+    print((_ast.get_docstring(_ast.parse(source)) or '').strip() + '\n')
+    lines = source.split('\n')
+    start = next((i for i, line in enumerate(lines) if line.startswith('# config')), None)
+    if start is not None:
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith('# ---'))
+        print('\n'.join(lines[start:end]))
+    print('\nset keys with --key=value or a config file (python script.py config/x.py --key=value)')
+
+
 def _configure(argv, g):
-    """Apply config files and --key=value arguments in argv to the dict of globals g."""
+    """Apply config files and --key=value arguments in argv to the dict of globals g (--help: print the keys)."""
+    if '--help' in argv or '-h' in argv:
+        _help(g)
+        raise SystemExit(0)
     known = {k for k, v in g.items() if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))}
 
     def check(key, value, where):

@@ -793,6 +793,9 @@ def save_tensors(tensors, path):
     from safetensors.torch import save_file
     tmp = f'{path}.tmp{os.getpid()}'
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, tmp, metadata={'format': 'pt'})
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # save_file creates 0600; the checkpoint's other files follow the umask
     fsync_path(tmp)
     os.replace(tmp, path)
     return path

@@ -644,7 +644,17 @@ def test_a_size_only_the_manifest_knows_marks_the_checkpoint_broken(tiny_data, t
     run_train(tiny_args(tiny_data, tmp_path, '--max_iters=2', '--eval_interval=0', '--micro_batch=4'))
     ckpt = tmp_path / 'ckpt_2'
     assert checkpoint.checkpoint_problem(str(ckpt)) is None
+    modes = {f.name: oct(f.stat().st_mode & 0o777) for f in ckpt.iterdir()}
+    assert len(set(modes.values())) == 1, f'every checkpoint file gets the same permissions: {modes}'
     with open(ckpt / 'state.pt', 'ab') as f:
         f.write(b'\0' * 64)
     torch.load(ckpt / 'state.pt', weights_only=True)  # still loads
     assert 'the manifest says' in checkpoint.checkpoint_problem(str(ckpt))
+
+
+def test_help_lists_the_config_keys_and_exits_cleanly():
+    for script, key in (('train.py', 'micro_batch = 32'), ('serve.py', 'noise_seed = '), ('eval.py', "env = 'synthetic'")):
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, script), '--help'], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+        assert proc.returncode == 0 and key in proc.stdout and 'Traceback' not in proc.stderr, (script, proc.stderr[-500:])
+        assert proc.stdout.splitlines()[0].strip() and 'configurator' not in proc.stdout.splitlines()[0], proc.stdout[:200]
