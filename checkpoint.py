@@ -148,7 +148,7 @@ def find(path, log_fn=print):
                             f"out_dir/ckpt_<iter>) nor a run directory holding one")
 
 
-def load_tokenizer(ckpt_dir, spec):
+def tokenizer_of(ckpt_dir, spec):
     if spec['kind'] == 'words':
         tok = data.WordTokenizer([])
         tok.vocab, tok.ids = spec['vocab'], {w: i for i, w in enumerate(spec['vocab'])}
@@ -167,4 +167,4 @@ def read_policy(ckpt_dir):
                                 f"(out_dir/ckpt_<iter>) or the run directory out_dir")
     with open(path) as f:
         info = json.load(f)
-    return info, data.load_stats(os.path.join(ckpt_dir, 'norm_stats.json')), load_tokenizer(ckpt_dir, info['tokenizer'])
+    return info, data.load_stats(os.path.join(ckpt_dir, 'norm_stats.json')), tokenizer_of(ckpt_dir, info['tokenizer'])

@@ -625,11 +625,13 @@ def test_gradients_are_clipped_before_the_step():
 
 
 def test_a_non_finite_loss_or_gradient_norm_alone_stops_the_run(tmp_path):
-    """flush stops on a NaN loss with a finite gradient norm, and on an infinite norm with a finite loss."""
+    """The run stops on a NaN loss with a finite gradient norm, and on an infinite norm with a finite loss."""
     for loss, gnorm in ((float('nan'), 1.0), (0.5, float('inf'))):
         pending = [(0, 1e-3, torch.tensor(0.4), torch.tensor(1.0)), (1, 1e-3, torch.tensor(loss), torch.tensor(gnorm))]
+        rows = train.flush(pending, {}, str(tmp_path / 'l.csv'), 1)
+        assert train.stop_if_non_finite(rows[:1], str(tmp_path), str(tmp_path / 'log.txt')) == rows[:1]
         with pytest.raises(SystemExit, match='non-finite loss .* at iter 1: stopping'):
-            train.flush(pending, {}, str(tmp_path / 'l.csv'), 1, str(tmp_path), str(tmp_path / 'log.txt'))
+            train.stop_if_non_finite(rows, str(tmp_path), str(tmp_path / 'log.txt'))
 
 
 def test_memory_plan_counts_the_ema_copy():

@@ -444,10 +444,10 @@ def log(msg, path, master=True):
             f.write(msg + '\n')
 
 
-def flush(pending, evals, csv_path, world_size, out_dir, log_path, master=True):
+def flush(pending, evals, csv_path, world_size, master=True):
     """The one host sync of the loop: read the pending (iter, lr, loss, gnorm) device values (each loss averaged
-    over the processes), append their rows to losses.csv with the evaluation columns of the same iteration (popped
-    from evals), and stop the run on a non-finite value, before anything else is written. Returns the rows."""
+    over the processes) and append their rows to losses.csv with the evaluation columns of the same iteration
+    (popped from evals). Returns the rows."""
     if not pending:
         return []
     losses = torch.stack([p[2] for p in pending]).float()
@@ -461,6 +461,12 @@ def flush(pending, evals, csv_path, world_size, out_dir, log_path, master=True):
             csv.DictWriter(f, CSV_FIELDS).writerows(
                 dict(iter=it, loss=repr(loss), lr=repr(lr), gnorm=repr(gnorm), **evals.pop(it, {}))
                 for it, lr, loss, gnorm in rows)
+    return rows
+
+
+def stop_if_non_finite(rows, out_dir, log_path, master=True):
+    """Stop the run at the first row with a non-finite loss or gradient norm, naming the last good checkpoint;
+    called right after flush, before anything else is written."""
     bad = next(((it, loss, gnorm) for it, _, loss, gnorm in rows if not (math.isfinite(loss) and math.isfinite(gnorm))), None)
     if bad:
         good = checkpoint.list_checkpoints(out_dir)
@@ -637,16 +643,17 @@ if __name__ == '__main__':
             best_val_loss, last_eval = min(best_val_loss, ev['val_loss']), ev
             log(msg, log_path, master)
         if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
-            interval += flush(pending, evals, csv_path, world_size, out_dir, log_path, master)  # never checkpoint
-            pending = []                                                                     # a non-finite step
+            rows = flush(pending, evals, csv_path, world_size, master)
+            interval += stop_if_non_finite(rows, out_dir, log_path, master)  # never checkpoint a non-finite step
+            pending = []
             weights, optim_state = full_state(raw_model, optimizer)
             if master:
-                state = {'iter': it, 'optimizer': optim_state, 'config': dict(config),
+                saved = {'iter': it, 'optimizer': optim_state, 'config': dict(config),
                          'resolved': {'device': dev, 'peak_tflops': peak, 'world_size': world_size},
                          'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
-                path = checkpoint.save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, state, keep_last,
+                path = checkpoint.save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, saved, keep_last,
                                        checkpoint.policy_info(cfg, meta, config), data_dir, weights)
                 log(f'saved {path}', log_path, master)
             if ddp:
@@ -669,7 +676,7 @@ if __name__ == '__main__':
 
         warming = it - start_iter <= timing_warmup
         if warming or it % log_interval == 0 or it == max_iters:
-            interval += flush(pending, evals, csv_path, world_size, out_dir, log_path, master)
+            interval += stop_if_non_finite(flush(pending, evals, csv_path, world_size, master), out_dir, log_path, master)
             pending = []
             now = time.perf_counter()
             dt, n = now - t_log, it - it_log
