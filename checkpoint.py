@@ -12,8 +12,12 @@ absent (written to a temporary directory, fsynced, renamed into place).
                         tokenizer.model     the SentencePiece model the prompts were tokenized with
                         manifest.json       every file's size, written last
 
-    find(path)            a checkpoint directory, or the newest good one of a run directory
-    read_policy(ckpt)     (policy.json dict, norm stats, tokenizer) for serving
+    save_checkpoint(...)           write one, atomically, and keep the newest keep_last
+    checkpoint_problem(ckpt)       why it cannot be used (manifest sizes, unreadable files), or None
+    newest_valid_checkpoint(run)   the newest usable one (broken newer ones moved aside when resuming)
+    find(path)                     a checkpoint directory, or the newest good one of a run directory
+    policy_info(...)               what policy.json holds
+    read_policy(ckpt)              (policy.json dict, norm stats, tokenizer) for serving
 """
 import json
 import os
@@ -73,7 +77,7 @@ def newest_valid_checkpoint(out_dir, log_fn=print, master=True):
         problem = checkpoint_problem(path)
         if problem is None:
             return path
-        log_fn(f'warning: skipping checkpoint {path}: {problem}; moved to {path}.broken')
+        log_fn(f'warning: skipping checkpoint {path}: {problem}' + (f'; moved to {path}.broken' if master else ''))
         if master:
             os.replace(path, path + '.broken')
     return None
@@ -149,6 +153,7 @@ def find(path, log_fn=print):
 
 
 def tokenizer_of(ckpt_dir, spec):
+    """The prompt tokenizer policy.json describes: a word vocabulary, or the tokenizer.model next to it."""
     if spec['kind'] == 'words':
         tok = data.WordTokenizer([])
         tok.vocab, tok.ids = spec['vocab'], {w: i for i, w in enumerate(spec['vocab'])}

@@ -3,8 +3,8 @@ Closed-loop evaluation of a policy served over the websocket protocol (serve.py)
 through the client, an action chunk executed and re-planned every `replan` actions (openpi's LIBERO client: 5),
 and the success rate over seeded episodes. The simulators are in sim.py.
 
-    python eval.py --ckpt=out/demo/ckpt_1000                    # serves the checkpoint on 127.0.0.1 in this process
-    python eval.py --ckpt=out/demo/ckpt_1000 --weights=init     # the same model with random weights, for contrast
+    python eval.py --ckpt=out/demo                              # serves the run's newest checkpoint on 127.0.0.1 here
+    python eval.py --ckpt=out/demo --weights=init               # the same model with random weights, for contrast
     python eval.py --server=127.0.0.1:8000 --episodes=200       # a server already running (python serve.py ...)
     python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld/ckpt_6000 --workers=10   # Meta-World
     python eval.py --env=metaworld --tasks=mt10 --baseline=random --workers=2     # the floor; --baseline=expert: the ceiling
@@ -14,12 +14,13 @@ synthetic: episode e starts from sim.Scene.random(np.random.default_rng([seed, e
 generator seeded 0) does not hold. metaworld: episode k of each task resets with seed sim.EVAL_SEED + k (the
 demonstrations use seeds from sim.DEMO_SEED), ends at the first success or after 400 steps (LeRobot's protocol),
 one process per task with `workers` > 1. Writes out_dir/episodes.csv (one row per episode), for Meta-World also
-tasks.csv (success per task), and strips of the first episodes as PNG.
+tasks.md (success per task and difficulty group), and strips of the first episodes as PNG.
 """
 import csv
 import math
 import os
 import time
+import zlib
 
 import numpy as np
 from tqdm import tqdm
@@ -92,10 +93,10 @@ def metaworld_task(job):
     can run in parallel processes), or with job['baseline'] 'random' (uniform actions in [-1, 1]) or 'expert' (the
     scripted expert, seeing the full simulator state) instead of a policy. Returns one dict per episode; the first
     keeps its table-camera frames."""
-    os.environ.setdefault('MUJOCO_GL', 'egl')
+    os.environ.setdefault('MUJOCO_GL', sim.default_gl())
     baseline = job.get('baseline')
     if baseline:
-        rng, keys = np.random.default_rng([job['seed'], len(job['task'])]), dict.fromkeys(
+        rng, keys = np.random.default_rng([job['seed'], zlib.crc32(job['task'].encode())]), dict.fromkeys(
             ('image', 'wrist_image', 'state', 'prompt'), '')
         client = None
     else:
@@ -251,11 +252,14 @@ if __name__ == '__main__':
             raise SystemExit(f'eval.py: {err}')
     local, client, address = None, None, None
     if baseline:
-        if env != 'metaworld' or baseline not in ('random', 'expert'):
-            raise SystemExit(f"eval.py: baseline={baseline!r}: 'random' or 'expert', with env='metaworld'")
+        if env != 'metaworld' or baseline not in ('random', 'expert') or ckpt or server:
+            raise SystemExit(f"eval.py: baseline={baseline!r}: 'random' or 'expert', with env='metaworld' and no "
+                             f"--ckpt or --server (a baseline replaces the policy)")
         meta = dict(checkpoint=f'{baseline} baseline', weights='no', action_horizon=1, action_dim=4, observation_keys={})
     elif server:
-        h, _, p = server.rpartition(':')
+        h, _, p = server.removeprefix('ws://').rpartition(':')
+        if not p.isdigit():
+            raise SystemExit(f'eval.py: server={server!r}: expected host:port, e.g. 127.0.0.1:8000')
         address = (h or '127.0.0.1', int(p))
     else:
         dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device

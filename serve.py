@@ -2,7 +2,7 @@
 Serve a trained checkpoint over openpi's websocket policy protocol, so clients written for openpi (the
 `openpi-client` package's WebsocketClientPolicy, openpi's examples/libero/main.py) work unchanged.
 
-    python serve.py --ckpt=out/demo/ckpt_300                      # listens on 127.0.0.1:8000
+    python serve.py --ckpt=out/demo                               # the run's newest checkpoint, on 127.0.0.1:8000
     python serve.py --ckpt=out/pi05_libero/ckpt_30000 --host=0.0.0.0 --api_key=secret   # other machines, with a key
 
     from openpi_client import websocket_client_policy              # the robot or simulator side
@@ -38,7 +38,7 @@ import model as M
 
 # -----------------------------------------------------------------------------
 # config (python serve.py --key=value)
-ckpt = ''                  # a checkpoint directory written by train.py (out_dir/ckpt_<iter>)
+ckpt = ''                  # a checkpoint directory written by train.py (out_dir/ckpt_<iter>), or out_dir: its newest
 weights = 'auto'           # 'auto' (ema.safetensors when there is one) | 'ema' | 'model' | 'init' (random weights)
 host = '127.0.0.1'         # 0.0.0.0 to accept other machines
 port = 8000
@@ -323,7 +323,7 @@ class Client:
 if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
     if not ckpt:
-        raise SystemExit('serve.py: pass --ckpt=<a checkpoint directory written by train.py, e.g. out/demo/ckpt_300>')
+        raise SystemExit('serve.py: pass --ckpt=<a checkpoint directory written by train.py, or its run directory, e.g. out/demo>')
     dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
     overrides = dict(kv.split('=', 1) for kv in keys.split(',')) if keys else {}
     t0 = time.perf_counter()

@@ -6,7 +6,7 @@ The simulators a policy is evaluated in, each with a scripted expert that writes
   format train.py reads.
 - Meta-World (`MetaWorld`, `write_metaworld`): MuJoCo tasks with scripted experts, written as a LeRobot v3.0 dataset
   that `prepare.py --src=...` prepares like any other (needs `pip install metaworld==3.1.1 packaging` and a headless
-  OpenGL: MUJOCO_GL=egl on a GPU, osmesa on a CPU).
+  OpenGL: MUJOCO_GL=egl on a GPU, osmesa on a CPU; default_gl() picks one when MUJOCO_GL is unset).
 
     python sim.py synthetic --out=data_cache/synthetic --episodes=2000 --objects=1
     python sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=50 --workers=16
@@ -67,7 +67,7 @@ def render_views(objects, grips, closed, size):
     return np.stack([table, wrist], 1)
 
 class Scene:
-    """the synthetic task as a small simulator. three distinct (colour, shape) objects on a grey table, a gripper
+    """the synthetic task as a small simulator. one to three distinct (colour, shape) objects on a grey table, a gripper
     (a cross) and an instruction naming one of them. step(action) moves the gripper by action[:2] / ACTION_SCALE,
     at most STEP per step, and closes it for good when action[6] > 0; the episode ends when it closes, a success
     when that happens within OBJ_R of the named object. make_synthetic records the expert in this simulator, so a
@@ -250,6 +250,10 @@ def metaworld_tasks(spec):
         raise ValueError(f"unknown Meta-World tasks {unknown}: use mt10, mt50 or names like reach-v3,push-v3")
     return list(tasks)
 
+def default_gl():
+    """MUJOCO_GL for headless rendering: egl where an NVIDIA GPU is visible, else Mesa's software osmesa."""
+    return "egl" if os.path.exists("/dev/nvidia0") else "osmesa"
+
 DEMO_SEED, EVAL_SEED, MAX_STEPS, FPS = 0, 10_000, 400, 80  # seeds: demonstrations from 0, evaluation from 10000;
                                                            # LeRobot's 400-step cap; Meta-World's 80 Hz control
 
@@ -337,6 +341,9 @@ def _record_task(job):
             kept.append((seed, np.stack(frames), np.stack(states), np.stack(actions)))
         tries, seed = tries + 1, seed + 1
     sim.close()
+    if not kept:
+        raise ValueError(f"{task}: the scripted expert failed all {tries} tries (seeds {DEMO_SEED}-{seed - 1}); "
+                         f"leave this task out")
     image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     tables = []
     for e, (seed, frames, states, actions) in enumerate(kept):
@@ -440,7 +447,7 @@ def main(argv):
         meta = make_synthetic(args.out, args.episodes, args.image_size, args.seed, args.max_token_len, args.objects)
         print(f"wrote {args.out}: {meta['num_episodes']} episodes, {meta['num_frames']} frames, {time.time() - t0:.1f} s")
     else:
-        os.environ.setdefault("MUJOCO_GL", "egl")
+        os.environ.setdefault("MUJOCO_GL", default_gl())
         try:
             info = write_metaworld(args.out, args.tasks, args.episodes, args.size, args.workers)
         except ValueError as err:

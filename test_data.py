@@ -1,5 +1,5 @@
 """
-Tests for data.py: LeRobot preparation (v2 parquet images, v2 mp4, v3), prompts, normalization, the loader,
+Tests for prepare.py and data.py: LeRobot preparation (v2 parquet images, v2 mp4, v3), prompts, normalization, the loader,
 augmentation and the synthetic dataset. Everything is generated here; CPU only.
 
     python -m pytest -q test_data.py

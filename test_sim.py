@@ -1,5 +1,5 @@
 """
-Tests for sim.py: Meta-World's scripted experts written as a LeRobot dataset, prepared by data.py and replayed
+Tests for sim.py: Meta-World's scripted experts written as a LeRobot dataset, prepared by prepare.py and replayed
 through eval.py's client loop; the synthetic scene's object-count variants. CPU only (Meta-World renders with
 OSMesa here: apt-get install libosmesa6).
 
@@ -49,7 +49,7 @@ class Replay:
 
 
 def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
-    """Expert episodes of two tasks -> LeRobot v3.0 -> data.py -> the recorded actions served back through eval.py's
+    """Expert episodes of two tasks -> LeRobot v3.0 -> prepare.py -> the recorded actions served back through eval.py's
     client loop from the same seeds: every episode succeeds, and every frame and state the policy is sent equals
     the prepared one exactly (PNG frames, rendered at the model's size)."""
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
@@ -60,6 +60,9 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     src, prepared = str(tmp_path / 'lerobot'), str(tmp_path / 'prepared')
     info = sim.write_metaworld(src, tasks, episodes=2, size=size, workers=1)
     assert info['total_episodes'] == 4 and info['codebase_version'] == 'v3.0'
+    import pyarrow.parquet as pq
+    episodes = pq.read_table(os.path.join(src, 'meta', 'episodes', 'chunk-000', 'file-000.parquet')).to_pylist()
+    assert [e['seed'] for e in episodes] == [0, 1, 0, 1], 'the replay below assumes no expert failure'
     meta = prepare.prepare(src, prepared, 'words', image_size=size, max_token_len=48, workers=1)
     assert meta['cameras'] == ['image', 'wrist_image'] and meta['wrist'] == [False, True]
     assert (meta['state_dim'], meta['action_dim']) == (4, 4) and meta['tokenizer'] == 'words'

@@ -534,7 +534,9 @@ if __name__ == '__main__':
                              f"manifest.json); start with init_from='scratch' or a model.safetensors")
         state = torch.load(os.path.join(ckpt, 'state.pt'), map_location='cpu', weights_only=True)
         start_iter, best_val_loss = state['iter'], state['best_val_loss']
-        changed = {k: (state['config'].get(k), v) for k, v in config.items() if state['config'].get(k) != v}
+        fitted = ('micro_batch', 'grad_accum', 'recompute') if fit else ()  # the fit below chooses them again
+        changed = {k: (state['config'].get(k), v) for k, v in config.items()
+                   if state['config'].get(k) != v and k not in fitted}
         log(f'resuming from {ckpt}' + (f'; config changed since: {changed}' if changed else ''), log_path, master)
 
     # data (the synthetic dataset is written once, by rank 0, when data_dir has none)

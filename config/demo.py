@@ -3,9 +3,10 @@
 # data_dir on first use, then eval.py drives the trained policy in the simulator.
 #   python train.py config/demo.py && python eval.py --ckpt=out/demo
 # global batch 64 = micro_batch 64 x grad_accum 1 x 1 process; 1250 iterations = 80k samples (~1.6 epochs).
-# Chosen on the H200 (2026-12-01, closed-loop success over 50 episodes vs iterations): 32 px images cost a third of
-# 64 px on the CPU and still learn (86% after 1000 iterations, 96% after 1250 at lr 2e-3; lr 3e-3: 36% / 72%);
-# the loss over the 7 real action dims learns ~1.5x faster than over all 32 (openpi's); no augmentation.
+# Chosen on the H200 (2026-12-01, closed-loop success over 50 episodes vs iterations, a 2000-iteration schedule):
+# 32 px images cost a third of 64 px on the CPU and still learn (86% after 1000 iterations, 96% after 1250 at lr 2e-3;
+# lr 3e-3: 36% / 72%); the loss over the 7 real action dims learns ~1.5x faster than over all 32 (openpi's); no
+# augmentation. This config on a 2-core CPU: 43 of 50 (docs/closed_loop/demo_cpu_*).
 out_dir = 'out/demo'
 data_dir = 'data_cache/synthetic1_32'
 synthetic_episodes = 2000  # 200 scenes are memorised, not generalised
