@@ -49,14 +49,14 @@ def checkpoint_problem(path):
         with open(os.path.join(path, 'manifest.json')) as f:
             files = json.load(f)['files']
     except FileNotFoundError:
-        files = {name: None for name in ('model.safetensors', 'state.pt')}  # written before manifests existed
+        return 'manifest.json is missing (written last: the checkpoint did not finish)'
     except (ValueError, KeyError, TypeError) as err:
         return f'manifest.json is damaged ({err})'
     for name, size in files.items():
         p = os.path.join(path, name)
         if not os.path.exists(p):
             return f'{name} is missing'
-        if size is not None and os.path.getsize(p) != size:
+        if os.path.getsize(p) != size:
             return f'{name} is {os.path.getsize(p)} bytes, the manifest says {size} (truncated or overwritten)'
         try:
             if name.endswith('.safetensors'):

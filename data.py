@@ -70,16 +70,6 @@ def encode_prompt(tokenizer, task, state=None):
         return list(tokenizer.encode(format_prompt(task), add_bos=True)) + list(tokenizer.encode("\n", add_bos=False))
     return list(tokenizer.encode(format_prompt(task, state), add_bos=True))
 
-def tokenize_prompt(tokenizer, task, state=None, max_len=200):
-    """(int32 ids padded with 0 to max_len, length); longer prompts are truncated with a warning."""
-    ids = encode_prompt(tokenizer, task, state)
-    if len(ids) > max_len:
-        warnings.warn(f"prompt of {len(ids)} tokens truncated to max_token_len={max_len}: {task!r}")
-        ids = ids[:max_len]
-    out = np.zeros(max_len, np.int32)
-    out[:len(ids)] = ids
-    return out, len(ids)
-
 class WordTokenizer:
     """tiny word-level tokenizer for the synthetic data: pad 0, eos 1, bos 2 (the Gemma ids), unk 3."""
     specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
@@ -588,16 +578,8 @@ class Loader:
             self._thread.join()
             self._thread = None
 
-    def seek(self, step):
-        self.close()
-        self.step = step
-        self._start()
-
     def state_dict(self):
         return {"step": self.step}
-
-    def load_state_dict(self, state):
-        self.seek(int(state["step"]))
 
     def next(self):
         t0 = time.perf_counter()

@@ -265,9 +265,9 @@ def test_prepare_with_given_stats(tmp_path, spm_path):
     stats = data.load_stats(str(tmp_path / "out"))
     assert stats["actions"]["q01"].tolist() == [-3.0] * 7 and stats["state"]["q99"].tolist() == [2.0] * 8, stats
     sp = data.load_tokenizer(spm_path)
-    want, n = data.tokenize_prompt(sp, TASKS[0], (raw["state"][0] + 2) / (4 + 1e-6) * 2 - 1, 128)
+    want = data.encode_prompt(sp, TASKS[0], (raw["state"][0] + 2) / (4 + 1e-6) * 2 - 1)
     got = np.load(tmp_path / "out" / "tokens_pi05.npy")[0]
-    assert got.tolist() == want.tolist(), "pi05 prompts must use the given stats"
+    assert got[:len(want)].tolist() == want and not got[len(want):].any(), "pi05 prompts must use the given stats"
     given["state"]["q01"] = [0.0] * 5
     (tmp_path / "bad.json").write_text(json.dumps(given))
     with pytest.raises(ValueError, match="given stats for 'state' do not match the data's 8 dims"):
@@ -440,19 +440,13 @@ def test_prompt_strings_exact():
     got = data.format_prompt(task, np.array([-1, -0.99, 0, 0.999, 1, 1.5, -1.2]))
     assert got == "Task: pick up the bowl, State: 0 1 128 255 255 255 -1;\nAction: ", repr(got)
 
-def test_tokenize_formats_and_truncation_warning(spm_path):
+def test_encoded_prompt_formats(spm_path):
     sp = data.load_tokenizer(spm_path)
-    ids, n = data.tokenize_prompt(sp, "open_the top drawer\n", max_len=40)
-    want = sp.encode("open the top drawer", add_bos=True) + sp.encode("\n")
-    assert n == len(want) and ids[:n].tolist() == want and not ids[n:].any(), (ids.tolist(), want)
-    assert ids.dtype == np.int32 and ids.shape == (40,)
-    state = np.array([0.0, 0.5])
-    ids, n = data.tokenize_prompt(sp, "open the top drawer", state, max_len=80)
+    ids = data.encode_prompt(sp, "open_the top drawer\n")
+    assert ids == sp.encode("open the top drawer", add_bos=True) + sp.encode("\n"), ids
+    ids = data.encode_prompt(sp, "open the top drawer", np.array([0.0, 0.5]))
     want = sp.encode("Task: open the top drawer, State: 128 192;\nAction: ", add_bos=True)
-    assert ids[:n].tolist() == want and want[0] == 2, (ids[:n].tolist(), want)
-    with pytest.warns(UserWarning, match="truncated to max_token_len=5"):
-        ids, n = data.tokenize_prompt(sp, "open the top drawer", state, max_len=5)
-    assert n == 5 and ids.tolist() == want[:5], (ids.tolist(), want[:5])
+    assert ids == want and want[0] == 2, (ids, want)
 
 def test_normalize_formula_and_round_trip():
     q01, q99 = np.array([0.0, -2.0], np.float32), np.array([1.0, 2.0], np.float32)
@@ -516,8 +510,7 @@ def test_resume_matches_uninterrupted(syn):
     part.next(), part.next()
     sd = part.state_dict()
     assert sd == {"step": 2}, sd
-    resumed = data.Loader(syn, **kw)
-    resumed.load_state_dict(sd)
+    resumed = data.Loader(syn, **kw, start_step=sd["step"])  # as train.py resumes it
     for s in range(2, 6):
         assert batches_equal(resumed.next(), run[s]), f"step {s} differs after resume"
     assert batches_equal(data.Loader(syn, **kw, start_step=4).next(), run[4])
