@@ -157,10 +157,12 @@ def fp8_config(pad_inner_dim=False):
 
 def rows_aligned(cfg, batch_size, prompt_slots, cameras):
     """The weight-gradient GEMM contracts over tokens, and CUDA's _scaled_mm needs that dimension to be a multiple
-    of 16: the expert sees B*H tokens, the prefix B*(cameras*patches + prompt slots). If not, convert with
-    pad_inner_dim=True (torchao zero-pads the fp8 operands)."""
-    prefix = cameras * cfg.patches + prompt_slots
-    return (batch_size * cfg.action_horizon) % 16 == 0 and (batch_size * prefix) % 16 == 0
+    of 16: the expert sees B*H tokens, the prefix B*(cameras*patches + prompt slots) for every prompt slot count the
+    batches can have (an int, or all of them). If not, convert with pad_inner_dim=True (torchao zero-pads the fp8
+    operands)."""
+    slots = [prompt_slots] if isinstance(prompt_slots, int) else list(prompt_slots)
+    return (batch_size * cfg.action_horizon) % 16 == 0 and all(
+        (batch_size * (cameras * cfg.patches + n)) % 16 == 0 for n in slots)
 
 
 def convert_to_fp8(model, min_dim=MIN_DIM, keep_list=None, pad_inner_dim=False, verbose=True):

@@ -114,6 +114,9 @@ def test_rows_aligned_flags_token_counts_that_fp8_wgrad_cannot_take():
     cfg = modeling.configs['pi05']
     got = [fp8.rows_aligned(cfg, b, 64, 2) for b in (32, 16, 8, 4, 1)]
     assert got == [True, True, True, False, False], got  # expert tokens B*50 must be a multiple of 16
+    # every prompt slot count the batches can have must align, not only the first bucket's
+    assert fp8.rows_aligned(cfg, 8, [24, 48, 72], 2) and fp8.rows_aligned(cfg, 8, 64, 2)
+    assert not fp8.rows_aligned(cfg, 8, [64, 65], 2), '8 x (512 + 65) tokens is not a multiple of 16'
 
 
 def test_keep_list_converts_only_listed_fqn(tmp_path):

@@ -180,7 +180,9 @@ def wrap_model(raw, conf, device, cameras=2):
         import fp8  # torchao, only when asked for
         quiet = dist.is_available() and dist.is_initialized() and dist.get_rank() > 0
         # _scaled_mm's weight-gradient GEMM contracts over tokens, which must be a multiple of 16, else pad
-        aligned = fp8.rows_aligned(raw.cfg, conf['micro_batch'], conf['prompt_bucket'] or raw.cfg.max_token_len, cameras)
+        L = raw.cfg.max_token_len  # every prompt slot count trim_batch can leave
+        slots = {data.bucketed(n, conf['prompt_bucket'], L) for n in range(1, L + 1)}
+        aligned = fp8.rows_aligned(raw.cfg, conf['micro_batch'], slots, cameras)
         keep = conf['fp8_keep_list']
         if keep and not os.path.exists(keep):  # a relative name: the file next to train.py
             keep = os.path.join(os.path.dirname(os.path.abspath(__file__)), keep)
