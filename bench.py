@@ -139,8 +139,8 @@ def setup_row(settings, batches, device, grad_accum=1, **cfg_overrides):
     optimizer, conf, steps, wrist flags, host_syncs)."""
     s = dict(settings)
     ref = {k: s.pop(k, v) for k, v in REFERENCE.items()}
-    if device == 'cpu' and s.get('attn') == 'flex':
-        s['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
+    if device == 'cpu' and 'attn' in s:
+        s['attn'] = M.uncompiled_attn(s['attn'])  # CPU dry run
     B = batch_size // grad_accum
     conf = dict(train.default_config(), model_name=model_name, micro_batch=B, grad_accum=grad_accum, init_from='scratch', **s)
     trimmed = [data.trim_batch(b, conf['prompt_bucket'], cameras=ref['prune_cameras']) for b in batches]
@@ -309,8 +309,8 @@ def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, 
     for name, settings in (('default', base), (variant, dict(base, **change))):
         free_memory()
         s = {k: v for k, v in settings.items() if k not in REFERENCE}
-        if device == 'cpu' and s['attn'] == 'flex':
-            s['attn'] = 'sdpa'  # CPU dry run: FlexAttention has no CPU backward
+        if device == 'cpu':
+            s['attn'] = M.uncompiled_attn(s['attn'])  # CPU dry run
         conf = dict(train.default_config(), model_name=model_name, micro_batch=B, grad_accum=1, **s)
         torch.manual_seed(seed)
         raw = train.build_model(conf, device, depth=depth, vit_depth=vit_depth)

@@ -219,7 +219,7 @@ def linear_rows(model, batch):
         if isinstance(m, nn.Linear):
             hooks.append(m.register_forward_hook(
                 lambda m, inp, out, name=name: rows.__setitem__(name, inp[0].numel() // inp[0].shape[-1])))
-    attn, model.attn = model.attn, ('sdpa' if model.attn == 'flex' else model.attn)  # no BlockMask compile
+    attn, model.attn = model.attn, modeling.uncompiled_attn(model.attn)
     try:
         with torch.no_grad():
             model(batch)

@@ -597,6 +597,12 @@ class Pi05(nn.Module):
 # training wrappers, applied from outside in torchtitan's order: fp8 (fp8.py) -> recompute -> compile -> DDP
 
 
+def uncompiled_attn(attn):
+    """The attention for a copy of a model that runs eagerly or on the CPU (an EMA copy, a CPU dry run, a shape
+    probe): flex_attention needs a compiled CUDA kernel (no CPU backward), and sdpa computes the same function."""
+    return 'sdpa' if attn == 'flex' else attn
+
+
 RECOMPUTE_PRESETS = {'none': [], 'vit': ['vision.encoder.layers.*'], 'full': ['vision.encoder.layers.*', 'layers.*']}
 
 

@@ -594,7 +594,7 @@ if __name__ == '__main__':
     n_train = sum(p.numel() for p in raw_model.parameters() if p.requires_grad)
     log(f'{model_name}: {n_params / 1e6:.1f}M parameters, {n_train / 1e6:.1f}M trained', log_path, master)
     optimizer = make_optimizer(raw_model, config)
-    ema_model = EMA(raw_model, ema_decay, attn='sdpa' if attn == 'flex' else attn) if ema else None
+    ema_model = EMA(raw_model, ema_decay, attn=M.uncompiled_attn(attn)) if ema else None
     if state:
         load_optimizer_state(raw_model, optimizer, state['optimizer'])
         torch.set_rng_state(state['rng']['torch'])
