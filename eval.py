@@ -26,6 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 import data
+import model as M
 import serve
 import sim
 
@@ -240,7 +241,6 @@ def run_libero(infer, keys, suite_name, trials, replan):
 
 if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
-    import torch
     if not (ckpt or server or baseline):
         raise SystemExit('eval.py: pass --ckpt=<checkpoint or run directory> (served here) or --server=host:port')
     if env not in ('synthetic', 'metaworld', 'libero'):
@@ -262,7 +262,7 @@ if __name__ == '__main__':
             raise SystemExit(f'eval.py: server={server!r}: expected host:port, e.g. 127.0.0.1:8000')
         address = (h or '127.0.0.1', int(p))
     else:
-        dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
+        dev = M.resolve_device(device)
         try:
             policy = serve.Policy(ckpt, dev, weights, fast=True)
         except (FileNotFoundError, ValueError) as err:

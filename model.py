@@ -896,6 +896,11 @@ def check_pretrained(cfg, path):
         return load_pretrained(Pi05(cfg), path, check_only=True)
 
 
+def resolve_device(device):
+    """'auto' -> 'cuda' when a CUDA GPU is visible, else 'cpu'; any other value as given."""
+    return ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
+
+
 def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, skip_unused=True,
           batched_vision=True, **overrides):
     """Build Pi05 without materialising random weights twice: on the meta device, then on `device`, then either

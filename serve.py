@@ -324,7 +324,7 @@ if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
     if not ckpt:
         raise SystemExit('serve.py: pass --ckpt=<a checkpoint directory written by train.py, or its run directory, e.g. out/demo>')
-    dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
+    dev = M.resolve_device(device)
     overrides = dict(kv.split('=', 1) for kv in keys.split(',')) if keys else {}
     t0 = time.perf_counter()
     try:

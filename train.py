@@ -493,7 +493,7 @@ if __name__ == '__main__':
     rank, local_rank, world_size = ((int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE']))
                                     if ddp else (0, 0, 1))
     master = rank == 0
-    dev = ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device  # what this run uses
+    dev = M.resolve_device(device)  # what this run uses
     cuda = dev.startswith('cuda')
     if cuda and not torch.cuda.is_available():
         raise SystemExit(f"train.py: device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: "
