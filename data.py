@@ -241,7 +241,7 @@ def is_wrist(camera):
 def write_prepared(out, meta, state, actions, episode_starts, task_index, tasks, tokenizer, max_token_len, stats=None):
     """write low-dim arrays, stats, both token tables and meta.json (last, so its presence means complete).
     stats: a stats.json / openpi norm_stats.json to use instead of computing them from this data."""
-    N = len(state)
+    n_frames = len(state)
     np.save(os.path.join(out, "state.npy"), state.astype(np.float32))
     np.save(os.path.join(out, "actions.npy"), actions.astype(np.float32))
     np.save(os.path.join(out, "episode_starts.npy"), np.asarray(episode_starts, np.int64))
@@ -265,19 +265,19 @@ def write_prepared(out, meta, state, actions, episode_starts, task_index, tasks,
     cut0 = sum(put(tok0, len0, t, encode_prompt(tokenizer, task)) for t, task in enumerate(tasks))
     # pi05 prompts carry the normalized, un-padded state (tokenization runs before padding in openpi)
     nstate = normalize(state.astype(np.float32), stats["state"]["q01"], stats["state"]["q99"])
-    tok05 = np.lib.format.open_memmap(os.path.join(out, "tokens_pi05.npy"), "w+", np.int32, (N, L))
-    len05 = np.zeros(N, np.int32)
+    tok05 = np.lib.format.open_memmap(os.path.join(out, "tokens_pi05.npy"), "w+", np.int32, (n_frames, L))
+    len05 = np.zeros(n_frames, np.int32)
     cut05 = sum(put(tok05, len05, i, encode_prompt(tokenizer, tasks[task_index[i]], nstate[i]))
-                for i in tqdm(range(N), desc="tokenize", unit="frame", disable=N < 10000, mininterval=1))
+                for i in tqdm(range(n_frames), desc="tokenize", unit="frame", disable=n_frames < 10000, mininterval=1))
     tok05.flush()
     del tok05
     np.save(os.path.join(out, "tokens_pi0.npy"), tok0)
     np.save(os.path.join(out, "tokens_pi0_len.npy"), len0)
     np.save(os.path.join(out, "tokens_pi05_len.npy"), len05)
-    print(f"prompts: {cut0} of {len(tasks)} task prompts (pi0 format) and {cut05} of {N} frame prompts (pi05 format, "
+    print(f"prompts: {cut0} of {len(tasks)} task prompts (pi0 format) and {cut05} of {n_frames} frame prompts (pi05 format, "
           f"with the state) cut to max_token_len={L}" + ("; prepare with a larger --max_token_len to keep them whole"
                                                         if cut0 or cut05 else ""))
-    meta.update(num_frames=N, num_episodes=len(episode_starts) - 1, state_dim=state.shape[1],
+    meta.update(num_frames=n_frames, num_episodes=len(episode_starts) - 1, state_dim=state.shape[1],
                 action_dim=actions.shape[1], tasks=list(tasks), max_token_len=L,
                 max_prompt_len_pi05=int(len05.max(initial=0)), max_prompt_len_pi0=int(len0.max(initial=0)),
                 cut_prompts_pi05=int(cut05), cut_prompts_pi0=int(cut0), stats=how)
@@ -387,16 +387,16 @@ def check_prepared(data_dir):
     try:
         with open(meta_path) as f:
             meta = json.load(f)
-        N, E, L, S = meta["num_frames"], meta["num_episodes"], meta["max_token_len"], meta["image_size"]
+        n_frames, E, L, S = meta["num_frames"], meta["num_episodes"], meta["max_token_len"], meta["image_size"]
         T, cams, ds, da = len(meta["tasks"]), meta["cameras"], meta["state_dim"], meta["action_dim"]
     except (ValueError, KeyError, TypeError) as err:
         raise DataError(f"{meta_path} is damaged ({type(err).__name__}: {err}); prepare the directory again: "
                         f"{_prepare_hint(data_dir)}") from None
     hint = _prepare_hint(data_dir, meta)
-    arrays = {f"images_{c}.npy": (np.uint8, (N, 3, S, S)) for c in range(len(cams))}
-    arrays.update({"state.npy": (np.float32, (N, ds)), "actions.npy": (np.float32, (N, da)),
-                   "episode_starts.npy": (np.int64, (E + 1,)), "task_index.npy": (np.int32, (N,)),
-                   "tokens_pi05.npy": (np.int32, (N, L)), "tokens_pi05_len.npy": (np.int32, (N,)),
+    arrays = {f"images_{c}.npy": (np.uint8, (n_frames, 3, S, S)) for c in range(len(cams))}
+    arrays.update({"state.npy": (np.float32, (n_frames, ds)), "actions.npy": (np.float32, (n_frames, da)),
+                   "episode_starts.npy": (np.int64, (E + 1,)), "task_index.npy": (np.int32, (n_frames,)),
+                   "tokens_pi05.npy": (np.int32, (n_frames, L)), "tokens_pi05_len.npy": (np.int32, (n_frames,)),
                    "tokens_pi0.npy": (np.int32, (T, L)), "tokens_pi0_len.npy": (np.int32, (T,))})
     for name, (dtype, shape) in arrays.items():
         _check_npy(os.path.join(data_dir, name), dtype, shape, hint)

@@ -1,9 +1,9 @@
 """
 The Pi0.5 attention mask: openpi's dense rule as a reference, and the same rule as a FlexAttention BlockMask.
 
-Token layout of one sample (T = P + H): [camera 0 patches | camera 1 patches | ... | prompt slots | H action tokens],
-prefix length P = n_cams * patches + prompt slots. openpi's rule (pi0_pytorch.make_att_2d_masks, JAX make_attn_mask):
-with c = cumsum(ar), token i sees token j iff c[j] <= c[i] and pad[i] and pad[j]. Pi0.5 marks the prefix ar = 0 and
+Token layout of one sample (model.py's shape letters, T = Tp + H): [camera 0 patches | camera 1 patches | ... |
+prompt slots | H action tokens], prefix length Tp = N * P + L. openpi's rule (pi0_pytorch.make_att_2d_masks, JAX
+make_attn_mask): with c = cumsum(ar), token i sees token j iff c[j] <= c[i] and pad[i] and pad[j]. Pi0.5 marks the prefix ar = 0 and
 the actions ar = [1, 0, ..., 0], so the rule reduces to: both tokens valid, and a prefix query never sees an action key.
 That form needs only a per-sample validity vector (B, T) and the prefix length, which is what the BlockMask uses.
 """

@@ -6,7 +6,7 @@ attention logits and softmax, fp32 RMSNorm statistics, bf16 activations. Paramet
 bf16; every Linear computes in its input's dtype. Weights load from openpi PyTorch and LeRobot `model.safetensors`.
 
 Shape letters: B batch, N camera slots, S image side, P patches per image, L prompt slots, H action horizon,
-T = N*P + L + H tokens, D width, Hq query heads, Dh head dim, A action dim (32).
+Tp = N*P + L prefix tokens, T = Tp + H tokens, D width, Hq query heads, Dh head dim, A action dim (32).
 
     model = build('tiny')
     loss = model(batch)                       # batch: images (B,N,3,S,S), image_mask, tokens, token_mask, actions

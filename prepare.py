@@ -259,7 +259,7 @@ def _low_dim(job):
 
 def _load_episode(job):
     """decode one episode's kept frames and write them straight into the output memmaps."""
-    e, keys, size, keep = job["episode"], job["keys"], job["image_size"], job["keep"]
+    keys, size, keep = job["keys"], job["image_size"], job["keep"]
     image_cols = [k for k, kind in zip(keys["cams"], job["kinds"]) if kind == "image"]
     table = _episode_table(job, image_cols) if image_cols else None
     rows = np.flatnonzero(keep)
@@ -322,13 +322,13 @@ def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, 
         os.remove(os.path.join(out, "meta.json"))  # an interrupted run must not look complete
     lengths = np.array([int(k.sum()) for k in keep], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)])
-    N, S = int(starts[-1]), image_size
+    n_frames, S = int(starts[-1]), image_size
     for c in range(len(keys["cams"])):
-        np.lib.format.open_memmap(os.path.join(out, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S)).flush()
+        np.lib.format.open_memmap(os.path.join(out, f"images_{c}.npy"), "w+", np.uint8, (n_frames, 3, S, S)).flush()
     for k, (j, low, kp) in enumerate(zip(jobs, lows, keep)):
         j.update(start=int(starts[k]), out=out, image_size=S, keep=kp, times=low[3])
     workers = os.cpu_count() if workers is None else workers
-    bar = tqdm(total=N, desc="prepare", unit="frame", smoothing=0.05)
+    bar = tqdm(total=n_frames, desc="prepare", unit="frame", smoothing=0.05)
     if workers > 1:
         import multiprocessing as mp
         with mp.get_context("fork").Pool(workers) as pool:

@@ -143,12 +143,12 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
     scenes = [Scene.random(rng, objects) for _ in range(episodes)]
     lengths = np.array([sc.expert_length() for sc in scenes], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)])
-    N = int(starts[-1])
+    n_frames = int(starts[-1])
     os.makedirs(out_dir, exist_ok=True)
-    ims = [np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (N, 3, S, S))
+    ims = [np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (n_frames, 3, S, S))
            for c in range(2)]
-    state, actions = np.zeros((N, 3), np.float32), np.zeros((N, 7), np.float32)
-    task_index = np.zeros(N, np.int32)
+    state, actions = np.zeros((n_frames, 3), np.float32), np.zeros((n_frames, 7), np.float32)
+    task_index = np.zeros(n_frames, np.int32)
     info = []
     for e, (sc, T) in enumerate(zip(scenes, lengths)):
         s0 = int(starts[e])
