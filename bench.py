@@ -237,7 +237,7 @@ def trace_summary(kernels):
     return out
 
 
-def fp8_keep_list(named, batches, device):
+def write_fp8_keep_list(named, batches, device):
     """Profile one steady-state step of the default row in bf16 and in fp8 (static rules, no keep-list), attribute
     every GEMM to its Linear group by shape (fp8.py) and keep the groups fp8 makes faster: prints the table and
     writes fp8_keep_out."""
@@ -499,7 +499,7 @@ if __name__ == '__main__':
     batches = [data.random_batch(cfg, batch_size, cameras=2, empty_slots=1, prompt_lengths=lengths, generator=gen)
                for _ in range(2)]
     if fp8_validate:
-        fp8_keep_list(named, batches, device)
+        write_fp8_keep_list(named, batches, device)
         raise SystemExit
     if infer:
         print(f"{gpu} | torch {torch.__version__} | {model_name} inference, {time.strftime('%Y-%m-%d')}", flush=True)
