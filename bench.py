@@ -71,12 +71,13 @@ LADDER = [  # (short name, row label, change); each row adds one change to the r
     ('waste', '+ waste removals', dict(skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)),
     ('vision', '+ compiled SigLIP layers', dict(compile_vision=True)),
     ('sdpa', '+ cuDNN attention (sdpa) instead of flex', dict(attn='sdpa')),
-    ('default', 'default: fp32 master weights', dict(param_dtype='float32')),
+    ('fp32master', '+ fp32 master weights', dict(param_dtype='float32')),
+    ('default', "+ no recompute: train.py's defaults", dict(recompute='none')),
     ('fp8', '+ fp8', dict(fp8=True)),
 ]
-VARIANTS = {  # single changes to the default row, for decisions: --rows=default,norecompute,sdpa
+VARIANTS = {  # single changes to the default row, for decisions: --rows=default,recomputevit,flexattn
     'bf16': ('default with param_dtype=bfloat16', dict(param_dtype='bfloat16')),
-    'norecompute': ('default with recompute=none', dict(recompute='none')),
+    'recomputevit': ('default with recompute=vit', dict(recompute='vit')),
     'flexattn': ('default with attn=flex', dict(attn='flex')),
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
 }
@@ -457,18 +458,18 @@ def table(results):
 
 def recompute_rows(named, active):
     """The rows the recompute table needs beyond `active` ('recompute none' and 'recompute vit' reuse the
-    norecompute and default rows when those run anyway)."""
+    default and recomputevit rows when those run anyway)."""
     base, have = named['default'][1], {label for label, _ in active}
     return [(f'recompute {p}', dict(base, recompute=p)) for p in
             ('none', 'vit', 'vit,layers.*.vlm.mlp', 'vit,layers.*.attn', 'vit,layers.*.expert.mlp')
-            if not (p == 'none' and named['norecompute'][0] in have or p == 'vit' and named['default'][0] in have)]
+            if not (p == 'none' and named['default'][0] in have or p == 'vit' and named['recomputevit'][0] in have)]
 
 
 def recompute_table_md(named, results):
     rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
     by_row = {r['row']: r for r in results}
-    rc.setdefault('none', by_row.get(named['norecompute'][0]))
-    rc.setdefault('vit', by_row.get(named['default'][0]))
+    rc.setdefault('none', by_row.get(named['default'][0]))
+    rc.setdefault('vit', by_row.get(named['recomputevit'][0]))
     rc = {k: v for k, v in rc.items() if v}
     if 'none' not in rc or 'vit' not in rc:
         return ''

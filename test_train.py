@@ -660,3 +660,14 @@ def test_help_lists_the_config_keys_and_exits_cleanly():
                               timeout=120, cwd=ROOT)
         assert proc.returncode == 0 and key in proc.stdout and 'Traceback' not in proc.stderr, (script, proc.stderr[-500:])
         assert proc.stdout.splitlines()[0].strip() and 'configurator' not in proc.stdout.splitlines()[0], proc.stdout[:200]
+
+
+def test_bench_default_row_is_train_defaults():
+    """bench.py's row named 'default' runs train.py's defaults (every trainer key it sets has train.py's value) with
+    every reference switch on its fast setting."""
+    import bench
+    label, settings = bench.named_rows()['default']
+    defaults = train.default_config()
+    differ = {k: (v, defaults[k]) for k, v in settings.items() if k in defaults and v != defaults[k]}
+    assert not differ, f'the default row differs from train.py: {differ}'
+    assert {k: settings[k] for k in bench.REFERENCE} == bench.REFERENCE
