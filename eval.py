@@ -36,6 +36,7 @@ ckpt = ''                  # a checkpoint to serve here (on 127.0.0.1, a free po
 server = ''                # host:port of a running serve.py
 api_key = ''
 weights = 'auto'           # with ckpt: 'auto' | 'ema' | 'model' | 'init' (random weights)
+noise_seed = 0             # with ckpt: the same sampling noise for every request, so a run repeats exactly; -1: fresh
 device = 'auto'
 env = 'synthetic'          # 'synthetic' | 'metaworld' | 'libero'
 episodes = 50              # synthetic: seeded episodes
@@ -264,7 +265,7 @@ if __name__ == '__main__':
     else:
         dev = M.resolve_device(device)
         try:
-            policy = serve.Policy(ckpt, dev, weights, fast=True)
+            policy = serve.Policy(ckpt, dev, weights, fast=True, noise_seed=noise_seed if noise_seed >= 0 else None)
         except (FileNotFoundError, ValueError) as err:
             raise SystemExit(f'eval.py: {err}')
         local = serve.PolicyServer(policy, '127.0.0.1', 0).start()

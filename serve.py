@@ -66,10 +66,13 @@ def _encode(obj):
 
 
 def _decode(obj):
-    if b'__ndarray__' in obj:
-        return np.frombuffer(obj[b'data'], dtype=np.dtype(obj[b'dtype'])).reshape(obj[b'shape'])
-    if b'__npgeneric__' in obj:
-        return np.dtype(obj[b'dtype']).type(obj[b'data'])
+    try:
+        if b'__ndarray__' in obj:
+            return np.frombuffer(obj[b'data'], dtype=np.dtype(obj[b'dtype'])).reshape(obj[b'shape'])
+        if b'__npgeneric__' in obj:
+            return np.dtype(obj[b'dtype']).type(obj[b'data'])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ObservationError(f'a numpy array in the request is not in openpi_client\'s encoding ({_short(err)})')
     return obj
 
 
@@ -80,7 +83,23 @@ def packb(obj):
 
 def unpackb(raw):
     import msgpack
-    return msgpack.unpackb(raw, object_hook=_decode)
+    try:
+        return msgpack.unpackb(raw, object_hook=_decode)
+    except ObservationError:
+        raise
+    except Exception as err:  # msgpack's own errors have no common base class
+        raise ObservationError(f'the request is not a msgpack message ({type(err).__name__}: {_short(err)})') from None
+
+
+def _short(x, n=200):
+    """str(x) cut to n characters: error messages never echo a request at length."""
+    s = str(x)
+    return s if len(s) <= n else s[:n] + f'... ({len(s)} characters)'
+
+
+def _key_list(obs, n=12):
+    keys = [_short(repr(k), 60) for k in list(obs)[:n]]
+    return '[' + ', '.join(keys) + (f', ... ({len(obs)} keys)' if len(obs) > n else '') + ']'
 
 # -----------------------------------------------------------------------------
 # the policy: checkpoint directory -> infer(observation) -> action chunk
@@ -164,32 +183,49 @@ class Policy:
     def _image(self, obs, camera):
         key = self.keys[camera]
         if key not in obs:
-            raise ObservationError(f"missing key {key!r} (camera {camera!r}); the request has {sorted(obs)}")
-        a = np.asarray(obs[key])
+            raise ObservationError(f"missing key {key!r} (camera {camera!r}); the request has {_key_list(obs)}")
+        a = np.asarray(obs[key]) if isinstance(obs[key], (list, tuple)) else obs[key]
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in 'uif':
+            raise ObservationError(f"{key}: expected an image array (H, W, 3), got {type(a).__name__}")
         if a.ndim == 3 and a.shape[0] == 3 and a.shape[-1] != 3:
             a = a.transpose(1, 2, 0)  # CHW, as LeRobot stores frames
-        if a.ndim != 3 or a.shape[-1] != 3 or min(a.shape[:2]) < 1:
+        if a.ndim != 3 or a.shape[-1] != 3:
             raise ObservationError(f"{key}: expected an image (H, W, 3), got shape {a.shape}")
+        smallest = max(8, self.cfg.image_size // 4)
+        if min(a.shape[:2]) < smallest:
+            raise ObservationError(f"{key}: image {a.shape[0]}x{a.shape[1]} is far below the model's "
+                                   f"{self.cfg.image_size}x{self.cfg.image_size}: send frames of at least {smallest} px a side")
         if a.dtype != np.uint8:
             if a.dtype.kind != 'f':
                 raise ObservationError(f"{key}: expected uint8 or float in [0, 1], got {a.dtype}")
+            if not np.isfinite(a).all():
+                raise ObservationError(f"{key}: the image has non-finite values")
             a = (255 * a).astype(np.uint8)  # openpi's LiberoInputs convention for float frames
         return data.resize_with_pad(np.ascontiguousarray(a), self.cfg.image_size).transpose(2, 0, 1)
 
     def _tokens(self, obs):
         i = self.info
-        prompt = obs.get(self.keys['prompt'])
+        pkey = self.keys['prompt']
+        if pkey not in obs:
+            raise ObservationError(f"missing key {pkey!r} (the task instruction, a string); the request has {_key_list(obs)}")
+        prompt = obs[pkey]
         if not isinstance(prompt, str):
-            raise ObservationError(f"missing key {self.keys['prompt']!r} (the task instruction, a string); "
-                                   f"the request has {sorted(obs)}")
+            raise ObservationError(f"{pkey}: expected the task instruction as a string, got {type(prompt).__name__} "
+                                   f"{_short(repr(prompt), 60)}")
         state = None
         if i['prompt_format'] == 'pi05':
             key = self.keys['state']
             if key not in obs:
                 raise ObservationError(f"missing key {key!r} (the robot state, {i['state_dim']} values)")
-            s = np.asarray(obs[key], np.float32).reshape(-1)
+            try:
+                s = np.asarray(obs[key], np.float64).reshape(-1)
+            except (TypeError, ValueError):
+                raise ObservationError(f"{key}: expected {i['state_dim']} numbers, got {_short(repr(obs[key]), 60)}") from None
             if s.shape[0] != i['state_dim']:
                 raise ObservationError(f"{key}: expected {i['state_dim']} state values, got {s.shape[0]}")
+            if not np.isfinite(s).all() or np.abs(s).max(initial=0) > 1e6:
+                raise ObservationError(f"{key}: state values must be finite and of sensible size, got {_short(s.tolist(), 120)}")
+            s = s.astype(np.float32)
             st = self.stats['state']
             state = data.normalize(s, st['q01'], st['q99'])
         ids = data.encode_prompt(self.tokenizer, prompt, state)[:self.cfg.max_token_len]
@@ -276,8 +312,9 @@ class PolicyServer:
                     raise
                 except ObservationError as err:
                     connection.send(f'bad request: {err}')
-                except Exception as err:  # report, keep serving
-                    connection.send(f'server error: {type(err).__name__}: {err}\n{traceback.format_exc()}')
+                except Exception as err:  # report what failed, keep serving; the traceback stays in the server's log
+                    traceback.print_exc()
+                    connection.send(f'server error: {type(err).__name__}: {_short(err)}')
                 prev_total = (time.monotonic() - t0) * 1e3
         except ConnectionClosed:
             pass

@@ -196,18 +196,22 @@ def test_closed_loop_expert_succeeds_and_random_actions_fail():
     assert np.mean([r['success'] for r in random_rows]) <= 0.2, [r['success'] for r in random_rows]
 
 
-def test_eval_script_end_to_end_writes_csv_and_plot(trained, tmp_path):
+def test_eval_script_end_to_end_writes_csv_and_plot_and_repeats_exactly(trained, tmp_path):
+    """eval.py serving a checkpoint: the CSV and the strip, and a second run gives the same episodes (the local policy
+    samples with a fixed noise seed by default)."""
     pytest.importorskip('matplotlib')
     argv = sys.argv
-    sys.argv = ['eval.py', f'--ckpt={trained[0]}', '--episodes=3', '--max_steps=8', '--image_size=28',
-                f'--out_dir={tmp_path}', '--device=cpu', '--strip=2']
     try:
-        runpy.run_path(os.path.join(ROOT, 'eval.py'), run_name='__main__')
+        for run in ('a', 'b'):
+            sys.argv = ['eval.py', f'--ckpt={trained[0]}', '--episodes=3', '--max_steps=8', '--image_size=28',
+                        f'--out_dir={tmp_path / run}', '--device=cpu', '--strip=2']
+            runpy.run_path(os.path.join(ROOT, 'eval.py'), run_name='__main__')
     finally:
         sys.argv = argv
-    rows = (tmp_path / 'episodes.csv').read_text().splitlines()
+    rows = (tmp_path / 'a' / 'episodes.csv').read_text().splitlines()
     assert rows[0] == 'episode,task,success,steps,distance' and len(rows) == 4, rows
-    assert (tmp_path / 'episodes.png').stat().st_size > 1000
+    assert (tmp_path / 'a' / 'episodes.png').stat().st_size > 1000
+    assert (tmp_path / 'b' / 'episodes.csv').read_text().splitlines() == rows, 'evaluation must repeat exactly'
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
@@ -267,3 +271,70 @@ def test_success_needs_the_gripper_closed_on_the_named_object():
     other = sim.Scene([('red', 'square', 0.5, 0.5), ('blue', 'circle', 0.2, 0.2)], 0, [0.2, 0.2])
     other.step(np.array([0, 0, 0, 0, 0, 0, 1.0]))
     assert other.closed and not other.success(), 'closing on the other object is a failure'
+
+
+def test_bad_requests_get_one_line_answers_and_the_server_goes_on(trained, server, capsys):
+    """What a careless client sends, through openpi's own client: each gets a short 'bad request: ...' naming the key
+    and the problem (no traceback, no echo of the request at length), and the next good request is answered."""
+    websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
+    ckpt, d = trained
+    good = frame_obs(d, 3)
+    client = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', server.port)
+    want = serve.Policy(ckpt, noise_seed=0).infer(good)['actions']
+    cases = [
+        (dict(good, **{'observation/state': 'abc'}), "observation/state: expected 3 numbers, got 'abc'"),
+        (dict(good, **{'observation/state': np.array([np.nan, 0, 0], np.float32)}), 'state values must be finite'),
+        (dict(good, **{'observation/state': np.array([np.inf, 0, 0])}), 'state values must be finite'),
+        (dict(good, **{'observation/state': np.array([1e30, 0, 0])}), 'state values must be finite and of sensible size'),
+        (dict(good, **{'observation/image': np.full((28, 28, 3), np.nan, np.float32)}), 'the image has non-finite values'),
+        (dict(good, **{'observation/image': np.zeros((1, 5000, 3), np.uint8)}), 'image 1x5000 is far below'),
+        (dict(good, **{'observation/image': np.zeros((1, 1, 3), np.uint8)}), 'send frames of at least 8 px a side'),
+        (dict(good, prompt=12345), 'prompt: expected the task instruction as a string, got int 12345'),
+        ({f'k{i}': i for i in range(100_000)}, "missing key 'observation/image'"),
+    ]
+    try:
+        for obs, msg in cases:
+            with pytest.raises(RuntimeError) as e:
+                client.infer(obs)
+            text = str(e.value)
+            assert 'bad request: ' in text and msg in text, (msg, text[:300])
+            assert 'Traceback' not in text and len(text) < 600, text[:300]
+        raw = client._ws  # bytes that are not msgpack, and an array in a broken encoding
+        for payload, msg in ((b'\xc1\xc1garbage', 'not a msgpack message'),
+                             (serve.packb({'x': {b'__ndarray__': True, b'data': b'123', b'dtype': '<f4', b'shape': [7]}}),
+                              "not in openpi_client's encoding")):
+            raw.send(payload)
+            text = raw.recv()
+            assert isinstance(text, str) and text.startswith('bad request: ') and msg in text, text[:300]
+        assert np.array_equal(client.infer(good)['actions'], want), 'the server must go on serving'
+    finally:
+        client._ws.close()
+
+
+def test_server_errors_keep_the_traceback_in_the_server_log(trained, capsys):
+    """An unexpected failure answers 'server error: <type>: <message>' and prints the traceback where the server runs."""
+    websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
+    policy = serve.Policy(trained[0], noise_seed=0)
+    policy.infer_batch = lambda observations: 1 / 0
+    srv = serve.PolicyServer(policy, '127.0.0.1', 0).start()
+    client = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', srv.port)
+    try:
+        with pytest.raises(RuntimeError) as e:
+            client.infer(frame_obs(trained[1], 0))
+        assert 'server error: ZeroDivisionError: division by zero' in str(e.value) and 'Traceback' not in str(e.value)
+    finally:
+        client._ws.close()
+        srv.stop()
+    assert 'Traceback' in capsys.readouterr().err
+
+
+def test_metadata_says_what_the_policy_expects(trained, server):
+    websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
+    client = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', server.port)
+    try:
+        meta = client.get_server_metadata()
+    finally:
+        client._ws.close()
+    assert (meta['state_dim'], meta['action_dim'], meta['image_size']) == (3, 7, 28), meta
+    assert meta['observation_keys'] == {'image': 'observation/image', 'wrist_image': 'observation/wrist_image',
+                                        'state': 'observation/state', 'prompt': 'prompt'}, meta
