@@ -524,17 +524,41 @@ class Pi05(nn.Module):
     # --- inference ---
 
     @torch.no_grad()
-    def sample_actions(self, batch, noise=None, num_steps=10, generator=None):
-        """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once."""
+    def sample_actions(self, batch, noise=None, num_steps=10, generator=None, guide=None, guide_weights=None,
+                       max_guidance=5.0):
+        """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once.
+        guide (B, H, A) with guide_weights (B, H, A): real-time chunking (Black, Galliker, Levine 2025, arXiv
+        2506.07339): every step is steered so that the chunk it predicts matches `guide` where the weights are
+        positive (rtc_weights), through a vector-Jacobian product of the velocity; max_guidance is the paper's clip
+        beta. guide None: plain sampling (all-zero weights or max_guidance 0 give the same numbers)."""
         cache = self.prefix_cache(batch)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)
         dt, t = -1.0 / num_steps, torch.ones(B, device=x.device)
         for _ in range(num_steps):
-            x = x + dt * self.denoise(cache, x, t)
+            if guide is None:
+                v = self.denoise(cache, x, t)
+            else:
+                v = self.guided_velocity(cache, x, t, guide, guide_weights, max_guidance)
+            x = x + dt * v
             t = t + dt
         return x
+
+    def guided_velocity(self, cache, x_t, t, guide, weights, max_guidance):
+        """The velocity with RTC's guidance. In the paper's time tau = 1 - t (0 noise, 1 data) the predicted clean
+        chunk is x0 = x_t - t v (x_t = t noise + (1 - t) x0, v = noise - x0); the guidance g = (dx0/dx_t)^T (W (guide
+        - x0)) is added to the data-ward velocity -v with weight min(beta, (1 - tau) / (tau r^2)), r^2 = (1 - tau)^2 /
+        (tau^2 + (1 - tau)^2)."""
+        with torch.enable_grad():
+            x = x_t.detach().requires_grad_(True)
+            v = self.cached_velocity(cache, x, t)
+            x0 = x - t[:, None, None].to(v.dtype) * v
+            g, = torch.autograd.grad(x0, x, grad_outputs=(weights * (guide - x0.detach())).to(x0.dtype))
+        tau = (1 - t).double()
+        r2 = (1 - tau) ** 2 / (tau ** 2 + (1 - tau) ** 2)
+        c = torch.clamp((1 - tau) / (tau * r2), max=max_guidance).to(v.dtype)  # tau = 0: inf -> beta
+        return v.detach() - c[:, None, None] * g
 
     @torch.no_grad()
     def prefix_cache(self, batch):
@@ -559,6 +583,10 @@ class Pi05(nn.Module):
     @torch.no_grad()
     def denoise(self, cache, x_t, t):
         """Velocity from a suffix-only pass attending to the cached prefix K/V (exactly the joint forward's)."""
+        return self.cached_velocity(cache, x_t, t)
+
+    def cached_velocity(self, cache, x_t, t):
+        """denoise, differentiable in x_t (for RTC's guidance)."""
         (cos, sin), mask, impl = cache['rope'], cache['mask'], cache['impl']
         xs, cond = self.action_in(x_t, t, self.compute_dtype)
         for layer, (kp, vp) in zip(self.layers, cache['kv']):
@@ -592,6 +620,19 @@ class Pi05(nn.Module):
         heads = mm(B, ew, 2 * ew) + mm(B * H, cfg.action_dim, ew) + mm(B * H, ew, cfg.action_dim) + ada(1)
         fwd = vit + full * (cfg.depth - 1) + last + heads
         return 3 * fwd + 2 * patch
+
+def rtc_weights(horizon, overlap, delay):
+    """Real-time chunking's soft mask over a new chunk of `horizon` actions whose first `overlap` actions overlap the
+    previous chunk and whose first `delay` of those run from the previous chunk while this one is computed: 1 on
+    the first `delay`, then c (e^c - 1) / (e - 1) with c going from 1 down to 0 over the rest of the overlap, 0
+    after it (Black, Galliker, Levine 2025, eq. 5). -> float32 (horizon,)."""
+    if not 0 <= delay <= overlap <= horizon:
+        raise ValueError(f'need 0 <= delay ({delay}) <= overlap ({overlap}) <= horizon ({horizon})')
+    i = torch.arange(horizon, dtype=torch.float64)
+    c = ((overlap - i) / (overlap - delay + 1)).clamp(0, 1)
+    w = c * (torch.exp(c) - 1) / (math.e - 1)
+    return torch.where(i < delay, 1.0, torch.where(i < overlap, w, 0.0)).float()
+
 
 # -----------------------------------------------------------------------------
 # training wrappers, applied from outside in torchtitan's order: fp8 (fp8.py) -> recompute -> compile -> DDP

@@ -244,13 +244,49 @@ class Policy:
         return {k: v.to(self.device) for k, v in batch.items()}
 
     @torch.no_grad()
+    def _guide(self, observations):
+        """Real-time chunking from the optional request keys 'prev_chunk' (the previous chunk's actions that overlap
+        this one, in the dataset's units: prev_chunk[0] runs at the time of this chunk's action 0), 'delay' (how many
+        of them run while this one is computed; default 0) and 'guidance' (the clip beta; default 5). -> (guide,
+        weights, beta) for sample_actions, or None when no request carries a previous chunk."""
+        if not any('prev_chunk' in o for o in observations):
+            return None
+        H, A, n = self.cfg.action_horizon, self.cfg.action_dim, self.info['action_dim']
+        guide, weights = torch.zeros(len(observations), H, A), torch.zeros(len(observations), H, A)
+        betas = set()
+        for j, o in enumerate(observations):
+            if 'prev_chunk' not in o:
+                continue
+            try:
+                prev = np.asarray(o['prev_chunk'], np.float64).reshape(-1, n)
+                delay, beta = int(o.get('delay', 0)), float(o.get('guidance', 5.0))
+            except (TypeError, ValueError):
+                raise ObservationError(f"prev_chunk: expected (k, {n}) actions and an int delay, got "
+                                       f"{_short(np.shape(o['prev_chunk']))} and {_short(repr(o.get('delay')), 40)}") from None
+            if not np.isfinite(prev).all() or not 0 <= delay <= len(prev) <= H:
+                raise ObservationError(f"prev_chunk: {len(prev)} finite actions (at most the horizon, {H}) and 0 <= "
+                                       f"delay <= that, got delay {delay}")
+            a = self.stats['actions']
+            guide[j, :len(prev), :n] = torch.from_numpy(data.normalize(prev.astype(np.float32), a['q01'], a['q99']))
+            varies = torch.from_numpy(np.asarray(a['q99']) - np.asarray(a['q01']) > 1e-4).float()  # constant dims: no pull
+            weights[j, :, :n] = M.rtc_weights(H, len(prev), delay)[:, None] * varies
+            betas.add(beta)
+        if len(betas) > 1:
+            raise ObservationError(f'one guidance value per batch, got {sorted(betas)}')
+        return guide.to(self.device), weights.to(self.device), betas.pop()
+
     def infer_batch(self, observations):
         t0 = time.perf_counter()
         batch = self.prepare(observations)
+        guided = self._guide(observations)
         B = len(observations)
         gen = None if self.noise_seed is None else torch.Generator(self.device).manual_seed(self.noise_seed)
         noise = torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim, device=self.device, generator=gen)
-        if self.sampler is not None:
+        if guided is not None:  # eager: the guidance differentiates the velocity (not in the CUDA graph yet)
+            guide, weights, beta = guided
+            x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'], guide=guide,
+                                          guide_weights=weights, max_guidance=beta)
+        elif self.sampler is not None:
             x = self.sampler(batch, noise)
         else:
             x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'])

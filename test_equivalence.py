@@ -664,3 +664,15 @@ def test_lora_scale_is_alpha_over_rank():
     want = x @ lin.weight.T + (x @ lin.lora_A.T) @ lin.lora_B.T * 3.0
     assert torch.allclose(lin(x), want, atol=1e-5), (lin(x) - want).abs().max()
     assert torch.allclose(lin.merged_weight(), lin.weight + lin.lora_B @ lin.lora_A * 3.0, atol=1e-6)
+
+
+def test_rtc_weights_follow_the_paper():
+    """1 on the delayed actions, c (e^c - 1) / (e - 1) with c = (overlap - i) / (overlap - delay + 1) on the rest of
+    the overlap, 0 after it (Black, Galliker, Levine 2025)."""
+    w = M.rtc_weights(10, 7, 2)
+    c = [(7 - i) / 6 for i in range(2, 7)]
+    want = [1.0, 1.0] + [x * (math.exp(x) - 1) / (math.e - 1) for x in c] + [0.0] * 3
+    assert torch.allclose(w, torch.tensor(want), atol=1e-6), (w, want)
+    assert torch.equal(M.rtc_weights(5, 0, 0), torch.zeros(5)) and torch.equal(M.rtc_weights(4, 4, 4), torch.ones(4))
+    with pytest.raises(ValueError, match='delay'):
+        M.rtc_weights(10, 3, 5)

@@ -338,3 +338,32 @@ def test_metadata_says_what_the_policy_expects(trained, server):
     assert (meta['state_dim'], meta['action_dim'], meta['image_size']) == (3, 7, 28), meta
     assert meta['observation_keys'] == {'image': 'observation/image', 'wrist_image': 'observation/wrist_image',
                                         'state': 'observation/state', 'prompt': 'prompt'}, meta
+
+
+def test_real_time_chunking_follows_the_previous_chunk_and_is_plain_sampling_without_it(trained, server):
+    """A request with the previous chunk's overlapping actions (and the delay) gets a chunk whose first `delay`
+    actions come close to them; with guidance 0, or no previous chunk, the reply is plain sampling exactly. Through
+    openpi's own client, whose protocol is unchanged (the keys are optional)."""
+    websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
+    ckpt, d = trained
+    obs = frame_obs(d, 4)
+    client = websocket_client_policy.WebsocketClientPolicy('127.0.0.1', server.port)
+    try:
+        plain = client.infer(obs)['actions']
+        H = plain.shape[0]
+        prev = plain + np.linspace(0.4, -0.4, 7, dtype=np.float32)  # an earlier chunk that disagrees with this one
+        delay = 2
+        guided = client.infer(dict(obs, prev_chunk=prev[:4], delay=delay))['actions']
+        off = client.infer(dict(obs, prev_chunk=prev[:4], delay=delay, guidance=0.0))['actions']
+        empty = client.infer(dict(obs, prev_chunk=np.zeros((0, 7), np.float32), delay=0))['actions']
+        with pytest.raises(RuntimeError, match=r'bad request: prev_chunk: .* 0 <= delay <= that, got delay 9'):
+            client.infer(dict(obs, prev_chunk=prev[:4], delay=9))
+    finally:
+        client._ws.close()
+    assert np.array_equal(off, plain) and np.array_equal(empty, plain), 'no guidance must be plain sampling, exactly'
+    st = data.load_stats(d)['actions']
+    dims = np.flatnonzero(st['q99'] - st['q01'] > 1e-4)  # the dims the data moves (not the constant 2-5)
+    before = np.abs(plain[:delay] - prev[:delay])[:, dims].mean()
+    after = np.abs(guided[:delay] - prev[:delay])[:, dims].mean()
+    assert after < 0.25 * before, f'the first {delay} actions: |plain - prev| {before:.4f}, |guided - prev| {after:.4f}'
+    assert guided.shape == (H, 7) and np.isfinite(guided).all()
