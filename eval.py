@@ -44,6 +44,8 @@ objects = 0                # synthetic: objects per scene; 0: as in the checkpoi
 tasks = 'mt10'             # metaworld: mt10 | mt50 | comma-separated names (reach-v3,push-v3)
 trials = 0                 # metaworld / libero: episodes per task; 0: the benchmark's protocol (10 / 50)
 replan = 5                 # actions executed from each chunk before asking again
+delay = 0                  # synthetic: simulated inference delay, steps the robot runs the old chunk meanwhile
+rtc = False                # synthetic: real-time chunking, the request carries the old chunk's rest and the delay
 max_steps = 0              # steps per episode; 0: synthetic 60 (the expert needs 20-37), metaworld 400
 image_size = 0             # synthetic / metaworld: rendered camera side; 0: the policy's own image size
 workers = 1                # metaworld: processes running tasks' episodes against the one server
@@ -57,18 +59,36 @@ out_dir = ''               # '': out/eval/<env>_<date-time>, a new directory eac
 # -----------------------------------------------------------------------------
 
 
-def synthetic_episode(infer, scene, keys, size, replan, max_steps):
-    """One closed-loop episode of the synthetic task. infer: observation dict -> reply with 'actions'.
+def synthetic_episode(infer, scene, keys, size, replan, max_steps, delay=0, rtc=False, log=None):
+    """One closed-loop episode of the synthetic task. infer: observation dict -> reply with 'actions'. A new chunk
+    is asked for every `replan` actions; with `delay` d > 0 the answer arrives d steps after the observation it
+    answers, the robot running d more actions of the old chunk meanwhile (replan + d must not exceed the horizon),
+    then the new chunk from its action d (the first request is waited for). rtc: the request carries the old chunk's remaining actions and the delay
+    (real-time chunking). log: a list that gets (action, first of a new chunk) per executed step.
     Returns (success, steps, final distance to the named object, table-camera frames HWC, gripper path)."""
-    frames, path, plan = [], [scene.grip.copy()], []
+    frames, path = [], [scene.grip.copy()]
+    chunk, k, pending = None, 0, None  # the chunk executed, its next index, [steps until the next lands, next]
     for t in range(max_steps):
         views = scene.images(size)
         frames.append(views[0].transpose(1, 2, 0))
-        if not plan:
-            obs = {keys['image']: views[0].transpose(1, 2, 0), keys['wrist_image']: views[1].transpose(1, 2, 0),
-                   keys['state']: scene.state(), keys['prompt']: scene.task}
-            plan = list(np.asarray(infer(obs)['actions'])[:replan])
-        done = scene.step(plan.pop(0))
+        obs = {keys['image']: views[0].transpose(1, 2, 0), keys['wrist_image']: views[1].transpose(1, 2, 0),
+               keys['state']: scene.state(), keys['prompt']: scene.task}
+        first = False
+        if chunk is None:  # the first request: the robot waits for it
+            chunk, k, first = np.asarray(infer(obs)['actions']), 0, True
+        elif pending is None and k == replan:  # every `replan` steps: a chunk runs from index d to replan + d - 1
+            if rtc:
+                obs.update(prev_chunk=chunk[k:].astype(np.float32), delay=delay)
+            pending = [delay, np.asarray(infer(obs)['actions'])]
+        if pending is not None and pending[0] == 0:  # the new chunk lands, d steps after its observation
+            chunk, k, first, pending = pending[1], delay, True, None
+        action = chunk[k]
+        k += 1
+        if pending is not None:
+            pending[0] -= 1
+        if log is not None:
+            log.append((action, first))
+        done = scene.step(action)
         path.append(scene.grip.copy())
         if done:
             break
@@ -76,15 +96,21 @@ def synthetic_episode(infer, scene, keys, size, replan, max_steps):
     return scene.success(), t + 1, scene.distance(), frames, np.array(path)
 
 
-def run_synthetic(infer, keys, n, replan=5, max_steps=60, size=64, seed=1000, objects=3, progress=True):
-    """n seeded episodes; returns one dict per episode."""
+def run_synthetic(infer, keys, n, replan=5, max_steps=60, size=64, seed=1000, objects=3, delay=0, rtc=False,
+                  progress=True):
+    """n seeded episodes; returns one dict per episode, with the mean |a_k - a_(k-1)| over consecutive executed
+    actions where a_k is the first of a new chunk (seam_jump) and where it is not (inner_jump)."""
     rows = []
     bar = tqdm(range(n), desc='episodes', disable=not progress)
     for e in bar:
         scene = sim.Scene.random(np.random.default_rng([seed, e]), objects)
-        task = scene.task
-        ok, steps, dist, frames, path = synthetic_episode(infer, scene, keys, size, replan, max_steps)
+        task, log = scene.task, []
+        ok, steps, dist, frames, path = synthetic_episode(infer, scene, keys, size, replan, max_steps, delay, rtc, log)
+        jumps = [(np.abs(a - b).mean(), first) for (b, _), (a, first) in zip(log, log[1:])]
+        seam, inner = [j for j, f in jumps if f], [j for j, f in jumps if not f]
         rows.append(dict(episode=e, task=task, success=int(ok), steps=steps, distance=round(dist, 4),
+                         seam_jump=round(float(np.mean(seam)), 5) if seam else '',
+                         inner_jump=round(float(np.mean(inner)), 5) if inner else '',
                          frames=frames, path=path * size - 0.5, label=f"{task[12:]}\n{'success' if ok else 'failure'}"))
         bar.set_postfix(success=f"{np.mean([r['success'] for r in rows]):.0%}")
     return rows
@@ -291,12 +317,12 @@ if __name__ == '__main__':
                              api_key or None, baseline=baseline)
     else:
         n_obj = objects or (meta.get('sim') or {}).get('objects', 3)
-        rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, seed, n_obj)
+        rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, seed, n_obj, delay, rtc)
     if client is not None:
         client.close()
     if local is not None:
         local.stop()
-    fields = {'synthetic': ['episode', 'task', 'success', 'steps', 'distance'],
+    fields = {'synthetic': ['episode', 'task', 'success', 'steps', 'distance', 'seam_jump', 'inner_jump'],
               'metaworld': ['task', 'difficulty', 'episode', 'seed', 'success', 'steps'],
               'libero': ['episode', 'task', 'success', 'steps']}[env]
     with open(os.path.join(out_dir, 'episodes.csv'), 'w', newline='') as f:
@@ -318,6 +344,10 @@ if __name__ == '__main__':
                     plot_strip(firsts[i:i + 10], os.path.join(out_dir, f'tasks_{i // 10}.png'), 10)
         except ImportError:
             print('no matplotlib: no strips')
+    if env == 'synthetic':
+        mean = lambda k: float(np.mean(v)) if (v := [r[k] for r in rows if r[k] != '']) else float('nan')
+        print(f"mean action jump at chunk seams {mean('seam_jump'):.4f}, inside chunks {mean('inner_jump'):.4f} "
+              f"(delay {delay}, {'real-time chunking' if rtc else 'no real-time chunking'})")
     rate = np.mean([r['success'] for r in rows])
     print(f"success rate {rate:.1%} ({sum(r['success'] for r in rows)} of {len(rows)} episodes, {env}"
           f"{' ' + suite if env == 'libero' else ''}, replan every {replan}) in {time.perf_counter() - t0:.0f} s | "

@@ -209,7 +209,7 @@ def test_eval_script_end_to_end_writes_csv_and_plot_and_repeats_exactly(trained,
     finally:
         sys.argv = argv
     rows = (tmp_path / 'a' / 'episodes.csv').read_text().splitlines()
-    assert rows[0] == 'episode,task,success,steps,distance' and len(rows) == 4, rows
+    assert rows[0] == 'episode,task,success,steps,distance,seam_jump,inner_jump' and len(rows) == 4, rows
     assert (tmp_path / 'a' / 'episodes.png').stat().st_size > 1000
     assert (tmp_path / 'b' / 'episodes.csv').read_text().splitlines() == rows, 'evaluation must repeat exactly'
 
@@ -367,3 +367,24 @@ def test_real_time_chunking_follows_the_previous_chunk_and_is_plain_sampling_wit
     after = np.abs(guided[:delay] - prev[:delay])[:, dims].mean()
     assert after < 0.25 * before, f'the first {delay} actions: |plain - prev| {before:.4f}, |guided - prev| {after:.4f}'
     assert guided.shape == (H, 7) and np.isfinite(guided).all()
+
+
+def test_simulated_delay_runs_the_old_chunk_then_the_new_one_from_index_delay():
+    """With delay d, the request made after `replan` actions is answered d steps later; meanwhile the old chunk goes
+    on, then the new chunk runs from its action d. With rtc the request carries old[replan:] and the delay."""
+    keys = {'image': 'i', 'wrist_image': 'w', 'state': 's', 'prompt': 'p'}
+    sent = []
+
+    def infer(obs):  # chunk n: action j = (n, j) in the first two dims, nowhere near closing the gripper
+        sent.append(obs)
+        n = len(sent)
+        return {'actions': np.array([[n, j, 0, 0, 0, 0, -1] for j in range(10)], np.float32) * [1e-3, 1e-3, 1, 1, 1, 1, 1]}
+    log = []
+    evaluation.synthetic_episode(infer, sim.Scene([('red', 'square', 0.9, 0.9)], 0, [0.5, 0.5]), keys, 16, 5, 16,
+                                 delay=3, rtc=True, log=log)
+    got = [(round(a[0] * 1000), round(a[1] * 1000), first) for a, first in log]
+    want = ([(1, j, j == 0) for j in range(8)] + [(2, j, j == 3) for j in range(3, 8)] + [(3, 3, True), (3, 4, False),
+                                                                                          (3, 5, False)])
+    assert got == want, got
+    assert sent[1]['delay'] == 3 and len(sent[1]['prev_chunk']) == 5 and 'prev_chunk' not in sent[0]
+    assert np.allclose(sent[1]['prev_chunk'][:, 1], np.arange(5, 10) * 1e-3), 'prev_chunk = the old chunk from index 5'
