@@ -62,8 +62,8 @@ out_dir = ''               # '': out/eval/<env>_<date-time>, a new directory eac
 def synthetic_episode(infer, scene, keys, size, replan, max_steps, delay=0, rtc=False, log=None):
     """One closed-loop episode of the synthetic task. infer: observation dict -> reply with 'actions'. A new chunk
     is asked for every `replan` actions; with `delay` d > 0 the answer arrives d steps after the observation it
-    answers, the robot running d more actions of the old chunk meanwhile (replan + d must not exceed the horizon),
-    then the new chunk from its action d (the first request is waited for). rtc: the request carries the old chunk's remaining actions and the delay
+    answers, the robot running d more actions of the old chunk meanwhile (d < replan, replan + d <= the horizon),
+    then the new chunk from its action d (the first request is waited for). replan is cut to the horizon. rtc: the request carries the old chunk's remaining actions and the delay
     (real-time chunking). log: a list that gets (action, first of a new chunk) per executed step.
     Returns (success, steps, final distance to the named object, table-camera frames HWC, gripper path)."""
     frames, path = [], [scene.grip.copy()]
@@ -76,6 +76,10 @@ def synthetic_episode(infer, scene, keys, size, replan, max_steps, delay=0, rtc=
         first = False
         if chunk is None:  # the first request: the robot waits for it
             chunk, k, first = np.asarray(infer(obs)['actions']), 0, True
+            replan = min(replan, len(chunk))
+            if not 0 <= delay < replan or replan + delay > len(chunk):
+                raise ValueError(f'delay {delay}: needs 0 <= delay < replan ({replan}) and replan + delay <= the '
+                                 f'horizon ({len(chunk)})')
         elif pending is None and k == replan:  # every `replan` steps: a chunk runs from index d to replan + d - 1
             if rtc:
                 obs.update(prev_chunk=chunk[k:].astype(np.float32), delay=delay)
@@ -277,6 +281,8 @@ if __name__ == '__main__':
             task_names = sim.metaworld_tasks(tasks)
         except ValueError as err:
             raise SystemExit(f'eval.py: {err}')
+    if (delay or rtc) and env != 'synthetic':
+        raise SystemExit('eval.py: --delay and --rtc simulate inference delay on the synthetic task only')
     local, client, address = None, None, None
     if baseline:
         if env != 'metaworld' or baseline not in ('random', 'expert') or ckpt or server:
@@ -303,6 +309,10 @@ if __name__ == '__main__':
             raise SystemExit(f'eval.py: no policy server at {address[0]}:{address[1]} ({err}); start one with '
                              f'python serve.py --ckpt=<checkpoint>, or pass --ckpt= to serve one here')
         meta = client.metadata
+        H = meta['action_horizon']
+        if env == 'synthetic' and not (0 <= delay < min(replan, H) and min(replan, H) + delay <= H):
+            raise SystemExit(f'eval.py: delay={delay} with replan={replan}: needs 0 <= delay < replan and '
+                             f'replan + delay <= the policy\'s horizon ({H})')
     keys = meta['observation_keys']
     size = image_size or meta.get('image_size') or (128 if env == 'metaworld' else 64)
     out_dir = out_dir or os.path.join('out', 'eval', f"{env}_{time.strftime('%Y%m%d-%H%M%S')}")

@@ -184,9 +184,12 @@ class Policy:
         key = self.keys[camera]
         if key not in obs:
             raise ObservationError(f"missing key {key!r} (camera {camera!r}); the request has {_key_list(obs)}")
-        a = np.asarray(obs[key]) if isinstance(obs[key], (list, tuple)) else obs[key]
-        if not isinstance(a, np.ndarray) or a.dtype.kind not in 'uif':
-            raise ObservationError(f"{key}: expected an image array (H, W, 3), got {type(a).__name__}")
+        try:
+            a = np.asarray(obs[key])
+        except Exception:
+            a = None
+        if a is None or a.dtype.kind not in 'uif':
+            raise ObservationError(f"{key}: expected an image array (H, W, 3), got {type(obs[key]).__name__}")
         if a.ndim == 3 and a.shape[0] == 3 and a.shape[-1] != 3:
             a = a.transpose(1, 2, 0)  # CHW, as LeRobot stores frames
         if a.ndim != 3 or a.shape[-1] != 3:
@@ -243,7 +246,6 @@ class Policy:
                      tokens=torch.from_numpy(ids), token_mask=torch.from_numpy(mask))
         return {k: v.to(self.device) for k, v in batch.items()}
 
-    @torch.no_grad()
     def _guide(self, observations):
         """Real-time chunking from the optional request keys 'prev_chunk' (the previous chunk's actions that overlap
         this one, in the dataset's units: prev_chunk[0] runs at the time of this chunk's action 0), 'delay' (how many
@@ -258,14 +260,18 @@ class Policy:
             if 'prev_chunk' not in o:
                 continue
             try:
-                prev = np.asarray(o['prev_chunk'], np.float64).reshape(-1, n)
+                prev = np.asarray(o['prev_chunk'], np.float64)
                 delay, beta = int(o.get('delay', 0)), float(o.get('guidance', 5.0))
             except (TypeError, ValueError):
-                raise ObservationError(f"prev_chunk: expected (k, {n}) actions and an int delay, got "
-                                       f"{_short(np.shape(o['prev_chunk']))} and {_short(repr(o.get('delay')), 40)}") from None
+                raise ObservationError(f"prev_chunk: expected (k, {n}) actions, an int delay and a number guidance, "
+                                       f"got {_short(repr(o.get('delay')), 40)}, {_short(repr(o.get('guidance')), 40)}") from None
+            if prev.ndim != 2 or prev.shape[1] != n:
+                raise ObservationError(f"prev_chunk: expected (k, {n}) actions in the dataset's units, got shape {prev.shape}")
             if not np.isfinite(prev).all() or not 0 <= delay <= len(prev) <= H:
                 raise ObservationError(f"prev_chunk: {len(prev)} finite actions (at most the horizon, {H}) and 0 <= "
                                        f"delay <= that, got delay {delay}")
+            if not (np.isfinite(beta) and beta >= 0):
+                raise ObservationError(f"guidance: expected a finite number >= 0, got {beta}")
             a = self.stats['actions']
             guide[j, :len(prev), :n] = torch.from_numpy(data.normalize(prev.astype(np.float32), a['q01'], a['q99']))
             varies = torch.from_numpy(np.asarray(a['q99']) - np.asarray(a['q01']) > 1e-4).float()  # constant dims: no pull
@@ -273,8 +279,12 @@ class Policy:
             betas.add(beta)
         if len(betas) > 1:
             raise ObservationError(f'one guidance value per batch, got {sorted(betas)}')
-        return guide.to(self.device), weights.to(self.device), betas.pop()
+        beta = betas.pop()
+        if beta == 0 or not weights.any():  # no pull at all: the plain path (and its CUDA graph), exactly
+            return None
+        return guide.to(self.device), weights.to(self.device), beta
 
+    @torch.no_grad()
     def infer_batch(self, observations):
         t0 = time.perf_counter()
         batch = self.prepare(observations)
@@ -282,7 +292,8 @@ class Policy:
         B = len(observations)
         gen = None if self.noise_seed is None else torch.Generator(self.device).manual_seed(self.noise_seed)
         noise = torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim, device=self.device, generator=gen)
-        if guided is not None:  # eager: the guidance differentiates the velocity (not in the CUDA graph yet)
+        if guided is not None:  # outside the CUDA graph: the guidance differentiates the velocity (compiled layers
+                                # on CUDA recompile with autograd on the first guided request of a shape)
             guide, weights, beta = guided
             x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'], guide=guide,
                                           guide_weights=weights, max_guidance=beta)

@@ -273,7 +273,7 @@ def test_success_needs_the_gripper_closed_on_the_named_object():
     assert other.closed and not other.success(), 'closing on the other object is a failure'
 
 
-def test_bad_requests_get_one_line_answers_and_the_server_goes_on(trained, server, capsys):
+def test_bad_requests_get_one_line_answers_and_the_server_goes_on(trained, server):
     """What a careless client sends, through openpi's own client: each gets a short 'bad request: ...' naming the key
     and the problem (no traceback, no echo of the request at length), and the next good request is answered."""
     websocket_client_policy = pytest.importorskip('openpi_client.websocket_client_policy')
@@ -358,6 +358,11 @@ def test_real_time_chunking_follows_the_previous_chunk_and_is_plain_sampling_wit
         empty = client.infer(dict(obs, prev_chunk=np.zeros((0, 7), np.float32), delay=0))['actions']
         with pytest.raises(RuntimeError, match=r'bad request: prev_chunk: .* 0 <= delay <= that, got delay 9'):
             client.infer(dict(obs, prev_chunk=prev[:4], delay=9))
+        for beta in (float('nan'), -1.0, float('inf')):
+            with pytest.raises(RuntimeError, match='bad request: guidance: expected a finite number >= 0'):
+                client.infer(dict(obs, prev_chunk=prev[:4], delay=delay, guidance=beta))
+        with pytest.raises(RuntimeError, match=r'bad request: prev_chunk: expected \(k, 7\) actions .* shape \(7, 4\)'):
+            client.infer(dict(obs, prev_chunk=prev[:4].T.copy(), delay=delay))
     finally:
         client._ws.close()
     assert np.array_equal(off, plain) and np.array_equal(empty, plain), 'no guidance must be plain sampling, exactly'
@@ -388,3 +393,10 @@ def test_simulated_delay_runs_the_old_chunk_then_the_new_one_from_index_delay():
     assert got == want, got
     assert sent[1]['delay'] == 3 and len(sent[1]['prev_chunk']) == 5 and 'prev_chunk' not in sent[0]
     assert np.allclose(sent[1]['prev_chunk'][:, 1], np.arange(5, 10) * 1e-3), 'prev_chunk = the old chunk from index 5'
+    scene = lambda: sim.Scene([('red', 'square', 0.9, 0.9)], 0, [0.5, 0.5])
+    for d in (5, 6):  # a delay as long as the replanning period, or past the horizon, is refused
+        with pytest.raises(ValueError, match=f'delay {d}: needs 0 <= delay < replan'):
+            evaluation.synthetic_episode(infer, scene(), keys, 16, 5, 16, delay=d)
+    log = []  # a replanning period longer than the chunk is cut to it
+    evaluation.synthetic_episode(infer, scene(), keys, 16, 50, 25, log=log)
+    assert [first for _, first in log] == [j % 10 == 0 for j in range(25)]
