@@ -506,9 +506,10 @@ class Pi05(nn.Module):
             self.vlm_norm(xp)  # the reference computes the prefix final norm too; its output feeds nothing
         return self.action_out(xs, cond)
 
-    def forward(self, batch, noise=None, time=None, loss_dims=0, generator=None):
+    def forward(self, batch, noise=None, time=None, loss_dims=0, generator=None, per_dim=False):
         """Flow-matching loss: x_t = t*eps + (1-t)*a, u_t = eps - a; mean of (v_t - u_t)^2 over B, H and all A dims
-        (openpi), or over the first loss_dims dims (LeRobot). noise/time default to fresh draws (sample_time)."""
+        (openpi), or over the first loss_dims dims (LeRobot). noise/time default to fresh draws (sample_time).
+        per_dim: the mean over B and H for each of the A dims instead (evaluation reads several losses off one pass)."""
         a = batch['actions'].float()
         if a.ndim != 3 or a.shape[1:] != (self.cfg.action_horizon, self.cfg.action_dim):
             raise ValueError(f"actions: expected (B, {self.cfg.action_horizon}, {self.cfg.action_dim}), got {tuple(a.shape)}")
@@ -519,6 +520,8 @@ class Pi05(nn.Module):
         t = time[:, None, None]
         v = self.velocity(batch, t * noise + (1 - t) * a, time)
         err = (v - (noise - a)) ** 2
+        if per_dim:
+            return err.mean((0, 1))
         return (err[..., :loss_dims] if loss_dims else err).mean()
 
     # --- inference ---

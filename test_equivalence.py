@@ -676,3 +676,19 @@ def test_rtc_weights_follow_the_paper():
     assert torch.equal(M.rtc_weights(5, 0, 0), torch.zeros(5)) and torch.equal(M.rtc_weights(4, 4, 4), torch.ones(4))
     with pytest.raises(ValueError, match='delay'):
         M.rtc_weights(10, 3, 5)
+
+
+def test_per_dim_losses_average_to_the_loss():
+    """forward(per_dim=True) is the same squared error, averaged per action dim: its mean is the loss, the mean of
+    its first n entries the loss over the first n dims."""
+    torch.manual_seed(0)
+    model = M.build('tiny', 'cpu', attn='eager', compute_dtype=torch.float32)
+    g = torch.Generator().manual_seed(1)
+    batch = data.random_batch(model.cfg, 3, generator=g)
+    noise, t = torch.randn(3, model.cfg.action_horizon, model.cfg.action_dim, generator=g), torch.rand(3, generator=g)
+    per = model(batch, noise=noise, time=t, per_dim=True)
+    assert per.shape == (model.cfg.action_dim,)
+    for n in (0, 7):
+        want = model(batch, noise=noise, time=t, loss_dims=n)
+        got = per[:n].mean() if n else per.mean()
+        assert torch.allclose(got, want, rtol=1e-6), (n, float(got), float(want))

@@ -341,7 +341,8 @@ def evaluate(raw, loader, conf, device, n_iters):
             mb = to_device(mb, device)
             sid, B = mb['sample_id'], mb['actions'].shape[0]
             kw = dict(noise=noise[sid], time=t[sid])
-            losses = [raw(mb, loss_dims=conf['loss_dims'], **kw), raw(mb, loss_dims=real, **kw),
+            per_dim = raw(mb, per_dim=True, **kw)  # the trained loss and the real-dim loss from one pass
+            losses = [per_dim[:conf['loss_dims']].mean() if conf['loss_dims'] else per_dim.mean(), per_dim[:real].mean(),
                       raw(shuffle_observations(mb), loss_dims=real, **kw)]
             with unsharded(raw):  # sample_actions calls layers' inference steps, not their (sharding-aware) forward
                 pred = raw.sample_actions(mb, noise=x1[sid], num_steps=conf['sample_steps'])
