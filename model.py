@@ -114,8 +114,11 @@ class AdaRMSNorm(nn.Module):
         super().__init__()
         self.dense = Linear(cond_dim, 3 * dim)
 
-    def forward(self, x, cond):
-        scale, shift, gate = self.dense(cond.to(x.dtype))[:, None, :].chunk(3, dim=-1)  # JAX: Dense in x's dtype
+    def forward(self, x, cond, mod=None):
+        """mod: this norm's Dense output for cond, when computed ahead (Pi05.step_conditions)."""
+        if mod is None:
+            mod = self.dense(cond.to(x.dtype))  # JAX: Dense in x's dtype
+        scale, shift, gate = mod[:, None, :].chunk(3, dim=-1)
         return (rms(x) * (1 + scale.float()) + shift.float()).to(x.dtype), gate
 
 
@@ -168,7 +171,8 @@ def attention(q, k, v, mask, impl):
     B, Tq, Hq, Dh = q.shape
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, Dh)
     if impl == 'eager':  # the reference: repeat_kv, materialised fp32 logits + additive mask, fp32 softmax
-        k, v = k.repeat(1, Hq // k.shape[1], 1, 1), v.repeat(1, Hq // v.shape[1], 1, 1)
+        # query head i reads K/V head i // (Hq / Hkv), as Gemma's repeat_kv and sdpa's enable_gqa
+        k, v = k.repeat_interleave(Hq // k.shape[1], 1), v.repeat_interleave(Hq // v.shape[1], 1)
         logits = torch.matmul(q.float(), k.float().transpose(-1, -2)) * Dh ** -0.5 + mask
         o = torch.matmul(torch.softmax(logits, dim=-1).to(v.dtype), v)
     elif impl == 'sdpa':
@@ -181,10 +185,28 @@ def attention(q, k, v, mask, impl):
     return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
 
 
-def qkv(layer, x, cos, sin, head_dim, cond=None):
+def split_attention(q, kp, vp, k, v, bias):
+    """attention() of the action queries over [cached prefix; action keys] without concatenating them: the query
+    heads sharing a K/V head are folded into one row block, the logits of both key blocks are computed in fp32,
+    softmaxed together and the two value products summed. Only the prefix keys can be padding: bias (B, 1, Lp) is
+    0 for a valid key and -2.4e38 for padding. q (B, H, Hq, Dh), kp/vp (B, Lp, Hkv, Dh) (fp32 or the compute
+    dtype), k/v (B, H, Hkv, Dh) -> (B, H, Hq*Dh) in q's dtype."""
+    B, H, Hq, Dh = q.shape
+    Hkv = k.shape[2]
+    qf = (q.float() * Dh ** -0.5).view(B, H, Hkv, Hq // Hkv, Dh).permute(0, 2, 3, 1, 4).reshape(B, Hkv, -1, Dh)
+    keys = lambda x: x.float().transpose(1, 2)  # (B, Hkv, T, Dh)
+    logits = torch.cat([torch.matmul(qf, keys(kp).transpose(-1, -2)) + bias[:, None],
+                        torch.matmul(qf, keys(k).transpose(-1, -2))], -1)
+    p = torch.softmax(logits, dim=-1)
+    Lp = kp.shape[1]
+    o = torch.matmul(p[..., :Lp], keys(vp)) + torch.matmul(p[..., Lp:], keys(v))  # (B, Hkv, (Hq/Hkv)*H, Dh)
+    return o.view(B, Hkv, Hq // Hkv, H, Dh).permute(0, 3, 1, 2, 4).reshape(B, H, Hq * Dh).to(q.dtype)
+
+
+def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     """One stream's pre-attention norm, projections and RoPE -> q, k, v (B, T, heads, Dh) and the adaRMS gate."""
     B, T, _ = x.shape
-    h, gate = layer.input_layernorm(x, cond) if cond is not None else (layer.input_layernorm(x), None)
+    h, gate = layer.input_layernorm(x, cond, mod) if cond is not None else (layer.input_layernorm(x), None)
     q = layer.self_attn.q_proj(h).view(B, T, -1, head_dim)
     k = layer.self_attn.k_proj(h).view(B, T, -1, head_dim)
     v = layer.self_attn.v_proj(h).view(B, T, -1, head_dim)
@@ -197,10 +219,10 @@ def prefix_out(vlm, xp, o):
     return xp + vlm.mlp(vlm.post_attention_layernorm(xp))
 
 
-def suffix_out(expert, xs, o, gate, cond):
+def suffix_out(expert, xs, o, gate, cond, mod=None):
     """The expert stream after attention: o_proj and MLP with gated residuals (x + y * gate)."""
     xs = xs + expert.self_attn.o_proj(o) * gate
-    h, gate2 = expert.post_attention_layernorm(xs, cond)
+    h, gate2 = expert.post_attention_layernorm(xs, cond, mod)
     return xs + expert.mlp(h) * gate2
 
 
@@ -238,11 +260,16 @@ class JointLayer(nn.Module):
         q, k, v, _ = qkv(self.vlm, xp, cos, sin, self.cfg.head_dim)
         return prefix_out(self.vlm, xp, attention(q, k, v, mask, attn_impl)), k, v
 
-    def denoise_step(self, xs, kp, vp, cond, cos, sin, mask, attn_impl):
-        """The expert stream over the action tokens, attending to the cached prefix k, v and to itself."""
-        q, k, v, gate = qkv(self.expert, xs, cos, sin, self.cfg.head_dim, cond)
-        o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, attn_impl)
-        return suffix_out(self.expert, xs, o, gate, cond)
+    def denoise_step(self, xs, kp, vp, cond, cos, sin, mask, attn_impl, mods=(None, None)):
+        """The expert stream over the action tokens, attending to the cached prefix k, v and to itself. mods: the
+        two adaRMS norms' Dense outputs for cond, computed ahead for all steps of a call (Pi05.step_conditions).
+        attn_impl 'split': the cached prefix is not copied next to the action keys (split_attention)."""
+        q, k, v, gate = qkv(self.expert, xs, cos, sin, self.cfg.head_dim, cond, mods[0])
+        if attn_impl == 'split':
+            o = split_attention(q, kp, vp, k, v, mask)
+        else:
+            o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, attn_impl)
+        return suffix_out(self.expert, xs, o, gate, cond, mods[1])
 
 
 class LastJointLayer(JointLayer):
@@ -348,9 +375,13 @@ class ActionIn(nn.Module):
         self.action_in_proj = Linear(cfg.action_dim, w)
         self.time_mlp_in, self.time_mlp_out = Linear(w, w), Linear(w, w)
 
-    def forward(self, x_t, t, dtype):
-        cond = F.silu(self.time_mlp_out(F.silu(self.time_mlp_in(posemb_sincos(t, self.action_in_proj.out_features)))))
-        return self.action_in_proj(x_t.float()).to(dtype), cond
+    def time_cond(self, t):
+        """flow time (B,) -> the adaRMS condition (B, W) fp32."""
+        return F.silu(self.time_mlp_out(F.silu(self.time_mlp_in(posemb_sincos(t, self.action_in_proj.out_features)))))
+
+    def forward(self, x_t, t, dtype, cond=None):
+        """-> action tokens (B, H, W) in dtype and the condition (given, or computed from t)."""
+        return self.action_in_proj(x_t.float()).to(dtype), self.time_cond(t) if cond is None else cond
 
 
 class ActionOut(nn.Module):
@@ -360,8 +391,8 @@ class ActionOut(nn.Module):
         self.norm = AdaRMSNorm(cfg.expert_width, cfg.expert_width)  # openpi: gemma_expert.model.norm
         self.action_out_proj = Linear(cfg.expert_width, cfg.action_dim)
 
-    def forward(self, xs, cond):
-        return self.action_out_proj(self.norm(xs, cond)[0].float())
+    def forward(self, xs, cond, mod=None):
+        return self.action_out_proj(self.norm(xs, cond, mod)[0].float())
 
 # -----------------------------------------------------------------------------
 # Pi0.5
@@ -387,6 +418,7 @@ class Pi05(nn.Module):
         super().__init__()
         self.cfg, self.attn, self.compute_dtype = cfg, attn, compute_dtype
         self.skip_unused, self.batched_vision = skip_unused, batched_vision
+        self.split_kv = False  # denoising steps: split_attention instead of sdpa over [prefix; actions] (bench.py --infer)
         self.vision = Siglip(cfg)
         self.projector = Linear(cfg.vit_width, cfg.width)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
@@ -529,7 +561,8 @@ class Pi05(nn.Module):
     @torch.no_grad()
     def sample_actions(self, batch, noise=None, num_steps=10, generator=None, guide=None, guide_weights=None,
                        max_guidance=5.0):
-        """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once.
+        """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once, and what
+        each step needs from its time alone too (step_conditions).
         guide (B, H, A) with guide_weights (B, H, A): real-time chunking (Black, Galliker, Levine 2025, arXiv
         2506.07339): every step is steered so that the chunk it predicts matches `guide` where the weights are
         positive (rtc_weights), through a vector-Jacobian product of the velocity; max_guidance is the paper's clip
@@ -538,24 +571,39 @@ class Pi05(nn.Module):
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)
-        dt, t = -1.0 / num_steps, torch.ones(B, device=x.device)
-        for _ in range(num_steps):
+        dt, ts = -1.0 / num_steps, [torch.ones(B, device=x.device)]
+        for _ in range(num_steps - 1):
+            ts.append(ts[-1] + dt)
+        for t, conds in zip(ts, self.step_conditions(ts)):
             if guide is None:
-                v = self.denoise(cache, x, t)
+                v = self.denoise(cache, x, t, conds)
             else:
-                v = self.guided_velocity(cache, x, t, guide, guide_weights, max_guidance)
+                v = self.guided_velocity(cache, x, t, guide, guide_weights, max_guidance, conds)
             x = x + dt * v
-            t = t + dt
         return x
 
-    def guided_velocity(self, cache, x_t, t, guide, weights, max_guidance):
+    def step_conditions(self, ts):
+        """What a denoising step takes from its flow time alone, for all steps of a call at once: the time MLP and
+        each adaRMS Dense (2 per layer and the final norm's: a third of the expert's weights) run once over all
+        steps' rows instead of once per step. ts: the steps' times, each (B,). -> per step (cond (B, W),
+        [(input norm, post-attention norm) Dense outputs per layer], the final norm's)."""
+        S, B = len(ts), ts[0].shape[0]
+        cond = self.action_in.time_cond(torch.cat(ts))
+        c = cond.to(self.compute_dtype)  # AdaRMSNorm casts cond to the stream's dtype
+        per_step = lambda y: y.view(S, B, -1).unbind(0)
+        norms = [(per_step(l.expert.input_layernorm.dense(c)), per_step(l.expert.post_attention_layernorm.dense(c)))
+                 for l in self.layers]
+        final = per_step(self.action_out.norm.dense(c))
+        return [(cond.view(S, B, -1)[i], [(a[i], b[i]) for a, b in norms], final[i]) for i in range(S)]
+
+    def guided_velocity(self, cache, x_t, t, guide, weights, max_guidance, conds=None):
         """The velocity with RTC's guidance. In the paper's time tau = 1 - t (0 noise, 1 data) the predicted clean
         chunk is x0 = x_t - t v (x_t = t noise + (1 - t) x0, v = noise - x0); the guidance g = (dx0/dx_t)^T (W (guide
         - x0)) is added to the data-ward velocity -v with weight min(beta, (1 - tau) / (tau r^2)), r^2 = (1 - tau)^2 /
         (tau^2 + (1 - tau)^2)."""
         with torch.enable_grad():
             x = x_t.detach().requires_grad_(True)
-            v = self.cached_velocity(cache, x, t)
+            v = self.cached_velocity(cache, x, t, conds)
             x0 = x - t[:, None, None].to(v.dtype) * v
             g, = torch.autograd.grad(x0, x, grad_outputs=(weights * (guide - x0.detach())).to(x0.dtype))
         tau = (1 - t).double()
@@ -580,21 +628,26 @@ class Pi05(nn.Module):
         B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
         impl = self.attn_impl(actions_only=True, inference=True)
-        mask = self.attn_mask(torch.cat([valid, valid.new_ones(B, H)], 1), Lp, impl, q_start=Lp)
+        if impl == 'sdpa' and self.split_kv:  # fp32 prefix K/V and a key-padding bias for split_attention
+            impl, kv = 'split', [(k.float(), v.float()) for k, v in kv]
+            mask = torch.where(valid, 0.0, -2.3819763e38)[:, None]
+        else:
+            mask = self.attn_mask(torch.cat([valid, valid.new_ones(B, H)], 1), Lp, impl, q_start=Lp)
         return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
 
     @torch.no_grad()
-    def denoise(self, cache, x_t, t):
+    def denoise(self, cache, x_t, t, conds=None):
         """Velocity from a suffix-only pass attending to the cached prefix K/V (exactly the joint forward's)."""
-        return self.cached_velocity(cache, x_t, t)
+        return self.cached_velocity(cache, x_t, t, conds)
 
-    def cached_velocity(self, cache, x_t, t):
-        """denoise, differentiable in x_t (for RTC's guidance)."""
+    def cached_velocity(self, cache, x_t, t, conds=None):
+        """denoise, differentiable in x_t (for RTC's guidance). conds: this step's step_conditions, else computed."""
         (cos, sin), mask, impl = cache['rope'], cache['mask'], cache['impl']
-        xs, cond = self.action_in(x_t, t, self.compute_dtype)
-        for layer, (kp, vp) in zip(self.layers, cache['kv']):
-            xs = layer.denoise_step(xs, kp, vp, cond, cos, sin, mask, impl)
-        return self.action_out(xs, cond)
+        cond, mods, out_mod = conds if conds is not None else (None, [(None, None)] * len(self.layers), None)
+        xs, cond = self.action_in(x_t, t, self.compute_dtype, cond)
+        for layer, (kp, vp), m in zip(self.layers, cache['kv'], mods):
+            xs = layer.denoise_step(xs, kp, vp, cond, cos, sin, mask, impl, m)
+        return self.action_out(xs, cond, out_mod)
 
     # --- accounting ---
 

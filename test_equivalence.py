@@ -289,6 +289,36 @@ def test_sample_actions_kv_cache_matches_joint_forward():
             t = t - 0.1
     assert_close(m.sample_actions(b, noise=x0), x, 'sample_actions vs Euler on the joint forward')
 
+def test_split_attention_matches_concatenated_keys():
+    """The denoising step's split_attention (prefix K/V cached in fp32, not concatenated with the action keys) gives
+    the velocities and actions of the eager reference, padding keys masked, with one and with two K/V heads."""
+    for cfg in (CFG, replace(CFG, heads=4, kv_heads=2)):
+        ref, b = make_model(cfg, attn='eager'), make_batch(cfg)
+        fast = make_model(cfg, attn='sdpa')
+        fast.split_kv = True
+        cache = fast.prefix_cache(b)
+        assert cache['impl'] == 'split' and cache['kv'][0][0].dtype == torch.float32
+        x, t = noise_time(cfg, seed=1)
+        with torch.no_grad():
+            assert_close(fast.denoise(cache, x, t), ref.velocity(b, x, t), f'split-attention velocity {cfg.kv_heads} K/V heads')
+        x0, _ = noise_time(cfg, seed=2)
+        assert_close(fast.sample_actions(b, noise=x0), ref.sample_actions(b, noise=x0), 'split-attention sample_actions')
+        # padding matters: the same call with every prompt slot valid differs
+        full = dict(b, token_mask=torch.ones_like(b['token_mask']))
+        assert (fast.sample_actions(full, noise=x0) - ref.sample_actions(b, noise=x0)).abs().max() > 1e-3
+
+
+def test_step_conditions_equal_per_step_conditions():
+    """sample_actions computes the time MLP and the adaRMS Dense outputs of all steps at once (step_conditions);
+    each step's velocity equals the one computed from that step's time alone."""
+    m, b = make_model(), make_batch()
+    cache = m.prefix_cache(b)
+    ts = [torch.full((3,), 1.0 - 0.1 * i) for i in range(10)]
+    x, _ = noise_time(seed=3)
+    for t, conds in zip(ts, m.step_conditions(ts)):
+        assert_close(m.denoise(cache, x, t, conds), m.denoise(cache, x, t), f'step conditions at t={t[0]:.1f}')
+
+
 def test_compiled_inference_matches_eager_sample_actions():
     """model.compile_inference (what serve.GraphedSampler runs): the same actions, shared graphs, no breaks."""
     from torch._dynamo.utils import counters
