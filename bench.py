@@ -80,6 +80,7 @@ VARIANTS = {  # single changes to the default row, for decisions: --rows=default
     'recomputevit': ('default with recompute=vit', dict(recompute='vit')),
     'flexattn': ('default with attn=flex', dict(attn='flex')),
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
+    'graphs': ('default with compile_mode=reduce-overhead', dict(compile_mode='reduce-overhead')),
 }
 
 
@@ -394,20 +395,44 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         print(rows[-1], flush=True)
         if device != 'cuda':
             return rows
-        sampler = serve.GraphedSampler(model)
-        for B in batch_sizes:
-            b, noise = inputs(B)
-            t0 = time.perf_counter()
-            sampler(b, noise)
-            sync()
-            setup = time.perf_counter() - t0
-            p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
-            rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`) | {B} | {p50:.1f} | {p90:.1f} | '
-                        f'{p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
-            print(rows[-1], flush=True)
-        ref = model.sample_actions(b, noise=noise).float()  # compiled eager path, for the numbers' sake
-        got = sampler(b, noise).float()
-        print(f'graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}')
+        for split in (False, True):  # denoising attention: sdpa over [prefix; actions] vs split_attention
+            model.split_kv = split
+            name = 'split_attention' if split else 'sdpa'
+            sampler = serve.GraphedSampler(model, compile=not split)  # compile_inference once; new graphs
+            for B in batch_sizes:
+                b, noise = inputs(B)
+                t0 = time.perf_counter()
+                sampler(b, noise)
+                sync()
+                setup = time.perf_counter() - t0
+                p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
+                rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`), denoising {name} | {B} | '
+                            f'{p50:.1f} | {p90:.1f} | {p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
+                print(rows[-1], flush=True)
+                if B == 1:
+                    b1, noise1 = b, noise
+            ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
+            got = sampler(b, noise).float()
+            again = sampler(b, noise).float()
+            print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
+                  f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
+            kernel_breakdown(lambda: sampler(b1, noise1), f'one batch-1 call, denoising {name}')
+    return rows
+
+
+def kernel_breakdown(fn, what, top=10):
+    """Print where one call's GPU time goes: time per kernel kind, idle gaps, and the kernels taking the most time."""
+    summary, prof = profiled(fn, 'cuda')
+    per_name = {}
+    for name, _, dur in kernel_events(prof):
+        n, total = per_name.get(name, (0, 0.0))
+        per_name[name] = (n + 1, total + dur / 1e3)
+    print(f"\nkernels of {what}: {sum(n for n, _ in per_name.values())} kernels, {summary.pop('span'):.2f} ms from "
+          f"first to last; " + ', '.join(f'{k} {v:.2f} ms' for k, v in sorted(summary.items(), key=lambda kv: -kv[1])))
+    print('| kernel | calls | total ms | us per call |\n|---|---|---|---|')
+    for name, (n, total) in sorted(per_name.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f'| `{name[:90]}` | {n} | {total:.2f} | {1e3 * total / n:.1f} |')
+    print(flush=True)
     return rows
 
 

@@ -760,12 +760,20 @@ def checkpointed(fn):
     return run
 
 
+def keep_compiled_variants(limit=64):
+    """Static shapes make each batch size, prompt bucket, eval batch and layer class (the last layer differs) one
+    more compiled variant of the same code: keep them all instead of failing (fullgraph) after dynamo's default 8."""
+    import torch._dynamo
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
+
+
 def apply_compile(model, vision=True, backend='inductor', mode=None):
     """Per-layer compile, in place (no `_orig_mod.` keys): each joint layer is its own compiled unit (its backward its
     own autograd function, so DDP all-reduces a layer's gradients while earlier layers are still in backward);
     layers 0..depth-2 share one graph, the last layer has its own; the time MLP + action input projection and the
     final norm + action output projection are small graphs of their own; with vision=True each SigLIP layer is a
     compiled unit (one graph for all 27). Prefix assembly (embedding, masks) stays eager."""
+    keep_compiled_variants()
     kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
     units = list(model.layers) + [model.action_in, model.action_out] + (list(model.vision.encoder.layers) if vision else [])
     for unit in units:
@@ -777,6 +785,7 @@ def compile_inference(model, backend='inductor', mode=None):
     graph shared by all layers, each SigLIP layer and the two action heads one more (inference graphs of their own,
     apart from the training forward's). With static shapes the whole sample loop can then be captured in a CUDA
     graph (serve.py)."""
+    keep_compiled_variants()
     kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
     for layer in model.layers:
         layer.prefix_step = torch.compile(layer.prefix_step, **kw)

@@ -335,6 +335,20 @@ def test_compiled_inference_matches_eager_sample_actions():
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
+def test_compiled_inference_serves_many_shapes():
+    """Each batch size is one more compiled variant of the prefix and denoising steps (twice: the last layer is a
+    class of its own); more than dynamo's default 8 must not stop serving (fullgraph=True fails at the limit)."""
+    import torch._dynamo
+    cfg = replace(CFG, depth=2, vit_depth=1)
+    m = make_model(cfg)
+    torch._dynamo.reset()
+    M.compile_inference(m, backend='eager')
+    for B in range(1, 6):  # 5 batch sizes x 2 layer classes = 10 variants of denoise_step
+        b = make_batch(cfg, B=B)
+        x0 = torch.randn(B, cfg.action_horizon, cfg.action_dim)
+        assert m.sample_actions(b, noise=x0).shape == (B, cfg.action_horizon, cfg.action_dim)
+
+
 # -----------------------------------------------------------------------------
 # numerics of the building blocks
 

@@ -70,6 +70,7 @@ recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.appl
                                 # none 530 ms 96 GiB, vit 564 ms 82 GiB (bench.py)
 compile = True                  # per-layer torch.compile (model.apply_compile)
 compile_vision = True           # also compile each SigLIP layer (measured on the H200: -38 ms/step at micro-batch 32)
+compile_mode = 'default'        # torch.compile mode of each unit: 'default' | 'reduce-overhead' (CUDA graphs)
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
 fp8_keep_list = 'fp8_keep.txt'  # the Linears `bench.py --fp8_validate` measured faster in fp8; '': static rules only
 dtype = 'auto'                  # compute dtype 'bfloat16' | 'float32' | 'auto' (bf16 on CUDA, fp32 on CPU)
@@ -125,7 +126,8 @@ def check_config(conf):
         raise KeyError(f"unknown config keys {unknown}; train.py knows {sorted(_DEFAULTS)}")
     for key, allowed in (('attn', ('flex', 'sdpa', 'eager')), ('dtype', ('auto', 'bfloat16', 'float32')),
                          ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0')),
-                         ('model_name', tuple(M.configs))):
+                         ('model_name', tuple(M.configs)),
+                         ('compile_mode', ('default', 'reduce-overhead'))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
     patch = M.configs[conf['model_name']].patch
@@ -192,10 +194,7 @@ def wrap_model(raw, conf, device, cameras=2):
         # per-layer compile already splits the graph for DDP's buckets; DDPOptimizer would compile around the
         # compiled layers and fail on FakeTensors when its cache is cold (seen with partially compiled models)
         torch._dynamo.config.optimize_ddp = False
-        # each prompt bucket and each eval batch shape is one more compiled variant of the same layer code: keep
-        # them all instead of falling back to eager after 8
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-        M.apply_compile(raw, vision=conf['compile_vision'])
+        M.apply_compile(raw, vision=conf['compile_vision'], mode=None if conf['compile_mode'] == 'default' else conf['compile_mode'])
     if not (dist.is_available() and dist.is_initialized()):
         return raw
     if conf['shard']:  # both streams of a joint layer in one unit: its attention is joint over them
