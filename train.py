@@ -603,6 +603,10 @@ if __name__ == '__main__':
         if ema_model:
             M.load_pretrained(ema_model.model, os.path.join(ckpt, 'ema.safetensors'))
     fp8_off = nullcontext
+    graphed = compile and compile_mode == 'reduce-overhead'
+    # CUDA-graphed units: all joint (and all SigLIP) layers share one graph, and without autograd CUDA graph trees
+    # take each call for a new run that overwrites the previous layer's output, so evaluation runs them eagerly
+    eval_stance = (lambda: torch.compiler.set_stance('force_eager')) if graphed else nullcontext
     if fp8:
         import fp8 as fp8_lib
         fp8_off = lambda: fp8_lib.fp8_disabled(raw_model)  # evaluation runs the same weights in bf16
@@ -636,7 +640,7 @@ if __name__ == '__main__':
     while True:
         t_pause = time.perf_counter()  # evaluation and checkpoints are not step time
         if eval_interval and (it % eval_interval == 0 or it == max_iters):
-            with fp8_off():
+            with fp8_off(), eval_stance():
                 ev = evaluate(raw_model, val_loader, config, dev, eval_iters)
             evals[it] = {k: repr(v) for k, v in ev.items()}
             msg = f'eval iter {it} | ' + describe_eval(ev)
@@ -669,6 +673,8 @@ if __name__ == '__main__':
         # one optimizer step
         lr = lr_at(it, config)
         micro_batches = [to_device(b, dev) for b in next(loader)]
+        if graphed:
+            torch.compiler.cudagraph_mark_step_begin()
         flops += sum(raw_model.estimate_flops(mb) for mb in micro_batches)
         loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, dev),
                                  loader.wrist)
