@@ -395,28 +395,24 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         print(rows[-1], flush=True)
         if device != 'cuda':
             return rows
-        for split in (False, True):  # denoising attention: sdpa over [prefix; actions] vs split_attention
-            model.split_kv = split
-            name = 'split_attention' if split else 'sdpa'
-            sampler = serve.GraphedSampler(model, compile=not split)  # compile_inference once; new graphs
-            for B in batch_sizes:
-                b, noise = inputs(B)
-                t0 = time.perf_counter()
-                sampler(b, noise)
-                sync()
-                setup = time.perf_counter() - t0
-                p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
-                rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`), denoising {name} | {B} | '
-                            f'{p50:.1f} | {p90:.1f} | {p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
-                print(rows[-1], flush=True)
-                if B == 1:
-                    b1, noise1 = b, noise
-            ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
-            got = sampler(b, noise).float()
-            again = sampler(b, noise).float()
-            print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
-                  f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-            kernel_breakdown(lambda: sampler(b1, noise1), f'one batch-1 call, denoising {name}')
+        sampler = serve.GraphedSampler(model)
+        for B in batch_sizes:
+            b, noise = inputs(B)
+            t0 = time.perf_counter()
+            sampler(b, noise)
+            sync()
+            setup = time.perf_counter() - t0
+            p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
+            rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`) | {B} | {p50:.1f} | {p90:.1f} | '
+                        f'{p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
+            print(rows[-1], flush=True)
+            if B == 1:
+                b1, noise1 = b, noise
+        ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
+        got, again = sampler(b, noise).float(), sampler(b, noise).float()
+        print(f'graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
+              f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
+        kernel_breakdown(lambda: sampler(b1, noise1), 'one batch-1 call')
     return rows
 
 
@@ -510,7 +506,7 @@ def recompute_table_md(named, results):
 if __name__ == '__main__':
     exec(open(os.path.join(HERE, 'configurator.py')).read())
     os.makedirs(out_dir, exist_ok=True)
-    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = not infer  # training rows as train.py sets it, inference as serve.py
     torch.manual_seed(seed)
     device = 'cuda' if torch.cuda.is_available() else 'cpu'
     gpu = torch.cuda.get_device_name() if device == 'cuda' else 'CPU (dry run)'

@@ -185,24 +185,6 @@ def attention(q, k, v, mask, impl):
     return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
 
 
-def split_attention(q, kp, vp, k, v, bias):
-    """attention() of the action queries over [cached prefix; action keys] without concatenating them: the query
-    heads sharing a K/V head are folded into one row block, the logits of both key blocks are computed in fp32,
-    softmaxed together and the two value products summed. Only the prefix keys can be padding: bias (B, 1, Lp) is
-    0 for a valid key and -2.4e38 for padding. q (B, H, Hq, Dh), kp/vp (B, Lp, Hkv, Dh) (fp32 or the compute
-    dtype), k/v (B, H, Hkv, Dh) -> (B, H, Hq*Dh) in q's dtype."""
-    B, H, Hq, Dh = q.shape
-    Hkv = k.shape[2]
-    qf = (q.float() * Dh ** -0.5).view(B, H, Hkv, Hq // Hkv, Dh).permute(0, 2, 3, 1, 4).reshape(B, Hkv, -1, Dh)
-    keys = lambda x: x.float().transpose(1, 2)  # (B, Hkv, T, Dh)
-    logits = torch.cat([torch.matmul(qf, keys(kp).transpose(-1, -2)) + bias[:, None],
-                        torch.matmul(qf, keys(k).transpose(-1, -2))], -1)
-    p = torch.softmax(logits, dim=-1)
-    Lp = kp.shape[1]
-    o = torch.matmul(p[..., :Lp], keys(vp)) + torch.matmul(p[..., Lp:], keys(v))  # (B, Hkv, (Hq/Hkv)*H, Dh)
-    return o.view(B, Hkv, Hq // Hkv, H, Dh).permute(0, 3, 1, 2, 4).reshape(B, H, Hq * Dh).to(q.dtype)
-
-
 def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     """One stream's pre-attention norm, projections and RoPE -> q, k, v (B, T, heads, Dh) and the adaRMS gate."""
     B, T, _ = x.shape
@@ -262,13 +244,9 @@ class JointLayer(nn.Module):
 
     def denoise_step(self, xs, kp, vp, cond, cos, sin, mask, attn_impl, mods=(None, None)):
         """The expert stream over the action tokens, attending to the cached prefix k, v and to itself. mods: the
-        two adaRMS norms' Dense outputs for cond, computed ahead for all steps of a call (Pi05.step_conditions).
-        attn_impl 'split': the cached prefix is not copied next to the action keys (split_attention)."""
+        two adaRMS norms' Dense outputs for cond, computed ahead for all steps of a call (Pi05.step_conditions)."""
         q, k, v, gate = qkv(self.expert, xs, cos, sin, self.cfg.head_dim, cond, mods[0])
-        if attn_impl == 'split':
-            o = split_attention(q, kp, vp, k, v, mask)
-        else:
-            o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, attn_impl)
+        o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, attn_impl)
         return suffix_out(self.expert, xs, o, gate, cond, mods[1])
 
 
@@ -418,7 +396,6 @@ class Pi05(nn.Module):
         super().__init__()
         self.cfg, self.attn, self.compute_dtype = cfg, attn, compute_dtype
         self.skip_unused, self.batched_vision = skip_unused, batched_vision
-        self.split_kv = False  # denoising steps: split_attention instead of sdpa over [prefix; actions] (bench.py --infer)
         self.vision = Siglip(cfg)
         self.projector = Linear(cfg.vit_width, cfg.width)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
@@ -628,11 +605,7 @@ class Pi05(nn.Module):
         B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
         impl = self.attn_impl(actions_only=True, inference=True)
-        if impl == 'sdpa' and self.split_kv:  # fp32 prefix K/V and a key-padding bias for split_attention
-            impl, kv = 'split', [(k.float(), v.float()) for k, v in kv]
-            mask = torch.where(valid, 0.0, -2.3819763e38)[:, None]
-        else:
-            mask = self.attn_mask(torch.cat([valid, valid.new_ones(B, H)], 1), Lp, impl, q_start=Lp)
+        mask = self.attn_mask(torch.cat([valid, valid.new_ones(B, H)], 1), Lp, impl, q_start=Lp)
         return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
 
     @torch.no_grad()
