@@ -561,7 +561,7 @@ class Pi05(nn.Module):
 
     def step_conditions(self, ts):
         """What a denoising step takes from its flow time alone, for all steps of a call at once: the time MLP and
-        each adaRMS Dense (2 per layer and the final norm's: a third of the expert's weights) run once over all
+        each adaRMS Dense (2 per layer and the final norm's: over a quarter of the expert's weights) run once over all
         steps' rows instead of once per step. ts: the steps' times, each (B,). -> per step (cond (B, W),
         [(input norm, post-attention norm) Dense outputs per layer], the final norm's)."""
         S, B = len(ts), ts[0].shape[0]
