@@ -406,13 +406,13 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`) | {B} | {p50:.1f} | {p90:.1f} | '
                         f'{p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
             print(rows[-1], flush=True)
-            if B == 1:
-                b1, noise1 = b, noise
+            if B == batch_sizes[0]:
+                first = b, noise
         ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
         got, again = sampler(b, noise).float(), sampler(b, noise).float()
         print(f'graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
               f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-        kernel_breakdown(lambda: sampler(b1, noise1), 'one batch-1 call')
+        kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call')
     return rows
 
 
@@ -429,7 +429,6 @@ def kernel_breakdown(fn, what, top=10):
     for name, (n, total) in sorted(per_name.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f'| `{name[:90]}` | {n} | {total:.2f} | {1e3 * total / n:.1f} |')
     print(flush=True)
-    return rows
 
 
 FIT_GPUS = {'80 GB (A100, H100)': 79.1, '48 GB (RTX 6000 Ada, A6000)': 47.5, '24 GB (RTX 4090)': 23.6}  # GiB torch reports

@@ -167,7 +167,7 @@ def apply_rope(x, cos, sin):
 
 
 def attention(q, k, v, mask, impl):
-    """q (B, Tq, Hq, Dh), k/v (B, Tk, 1, Dh) -> (B, Tq, Hq*Dh). mask: additive (B,1,Tq,Tk) or a BlockMask (flex)."""
+    """q (B, Tq, Hq, Dh), k/v (B, Tk, Hkv, Dh) -> (B, Tq, Hq*Dh). mask: additive (B,1,Tq,Tk) or a BlockMask (flex)."""
     B, Tq, Hq, Dh = q.shape
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, Dh)
     if impl == 'eager':  # the reference: repeat_kv, materialised fp32 logits + additive mask, fp32 softmax

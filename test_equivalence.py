@@ -306,8 +306,18 @@ def test_step_conditions_equal_per_step_conditions():
     cache = m.prefix_cache(b)
     ts = [torch.full((3,), 1.0 - 0.1 * i) for i in range(10)]
     x, _ = noise_time(seed=3)
+    guide = torch.randn(x.shape, generator=torch.Generator().manual_seed(5))
+    weights = M.rtc_weights(x.shape[1], 4, 2)[None, :, None].expand_as(x)
     for t, conds in zip(ts, m.step_conditions(ts)):
         assert_close(m.denoise(cache, x, t, conds), m.denoise(cache, x, t), f'step conditions at t={t[0]:.1f}')
+        assert_close(m.guided_velocity(cache, x, t, guide, weights, 5.0, conds),
+                     m.guided_velocity(cache, x, t, guide, weights, 5.0), f'guided velocity at t={t[0]:.1f}')
+    # guided sampling hands each step its own conditions: Euler steps on guided velocities computed from t alone
+    ref, t = x.clone(), torch.ones(3)
+    for _ in range(10):
+        ref = ref + -0.1 * m.guided_velocity(cache, ref, t, guide, weights, 5.0)
+        t = t + -0.1
+    assert_close(m.sample_actions(b, noise=x, guide=guide, guide_weights=weights), ref, 'guided sample_actions')
 
 
 def test_compiled_inference_matches_eager_sample_actions():
@@ -696,6 +706,27 @@ class TestGPU:
             runs.append(steps)
         for i, (ref, got) in enumerate(zip(*runs)):
             assert_same_function(ref, got, f'CUDA-graphed units vs default compile, step {i}', rtol=1e-4)
+
+    def test_cuda_graphed_training_then_eager_evaluation(self):
+        """train.py's order under compile_mode='reduce-overhead': a graphed training step, then evaluation with the
+        layers run eagerly (set_stance force_eager), then another graphed step: the evaluation's loss equals the
+        eager model's and the training goes on."""
+        import torch._dynamo
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch._dynamo.reset()
+        m, b, n, t = self.setup('sdpa')
+        M.apply_compile(m, mode='reduce-overhead')
+        for _ in range(2):
+            torch.compiler.cudagraph_mark_step_begin()
+            loss_and_grads(m, b, n, t)
+            with torch.no_grad(), torch.compiler.set_stance('force_eager'):
+                got = m(b, n, t)
+                x = m.sample_actions(b, noise=n)
+            ref, _ = self.setup('sdpa')
+            ref.load_state_dict(m.state_dict())
+            with torch.no_grad():
+                assert_close(got, ref(b, n, t), 'eager evaluation of a graphed model', rtol=1e-4)
+                assert_close(x, ref.sample_actions(b, noise=n), 'its sample_actions', rtol=1e-4)
 
     def test_training_step_has_no_host_sync(self):
         """No .item(), no Python branching on device values: the step runs under CUDA's sync debug mode 'error'."""

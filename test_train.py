@@ -141,6 +141,12 @@ def test_every_config_file_parses():
             train.check_config({k: g[k] for k in train.default_config()})
 
 
+def test_choice_keys_refuse_unknown_values():
+    for key, bad in (('compile_mode', 'max-autotune'), ('attn', 'flash'), ('dtype', 'fp16')):
+        with pytest.raises(ValueError, match=f"{key}='{bad}': expected one of"):
+            train.check_config(dict(train.default_config(), **{key: bad}))
+
+
 def test_lr_schedule_matches_openpi_pi05_libero():
     conf = dict(train.default_config(), learning_rate=5e-5, decay_lr=5e-5, warmup_iters=10000, lr_decay_iters=1_000_000)
     got = [train.lr_at(s, conf) for s in (0, 5000, 10000, 30000)]

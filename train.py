@@ -194,7 +194,7 @@ def wrap_model(raw, conf, device, cameras=2):
         # per-layer compile already splits the graph for DDP's buckets; DDPOptimizer would compile around the
         # compiled layers and fail on FakeTensors when its cache is cold (seen with partially compiled models)
         torch._dynamo.config.optimize_ddp = False
-        M.apply_compile(raw, vision=conf['compile_vision'], mode=None if conf['compile_mode'] == 'default' else conf['compile_mode'])
+        M.apply_compile(raw, vision=conf['compile_vision'], mode=conf['compile_mode'])
     if not (dist.is_available() and dist.is_initialized()):
         return raw
     if conf['shard']:  # both streams of a joint layer in one unit: its attention is joint over them
@@ -263,6 +263,8 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
     noise, t, aug = draw_randomness(gen, G, raw.cfg, len(wrist), conf['augment'])
     for group in optimizer.param_groups:
         group['lr'] = lr
+    if conf['compile'] and conf['compile_mode'] == 'reduce-overhead':
+        torch.compiler.cudagraph_mark_step_begin()  # a new step: the previous step's graph outputs may be reused
     total = 0.0
     for i, mb in enumerate(micro_batches):
         sid = mb['sample_id']
@@ -673,8 +675,6 @@ if __name__ == '__main__':
         # one optimizer step
         lr = lr_at(it, config)
         micro_batches = [to_device(b, dev) for b in next(loader)]
-        if graphed:
-            torch.compiler.cudagraph_mark_step_begin()
         flops += sum(raw_model.estimate_flops(mb) for mb in micro_batches)
         loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, dev),
                                  loader.wrist)

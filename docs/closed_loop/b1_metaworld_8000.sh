@@ -1,5 +1,6 @@
 #!/bin/bash
-# session 2026-12-01b call 1: config/metaworld.py alone on the H200 (8000 iterations), MT10 closed loop at 6000 and 8000
+# config/metaworld.py alone on the H200 with an 8000-iteration schedule; MT10 closed loop of the newest checkpoint
+# (and of 6000 had it been reached; the timeout stopped the training at checkpoint 4000)
 source .gpu/common.sh
 L=$OUT/logs; mkdir -p $L
 T0=$(date +%s)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# session 2026-12-01b call 4: config/metaworld.py with CUDA-graphed units (compile_mode=reduce-overhead), 9000 iterations
+# config/metaworld.py with CUDA-graphed units (compile_mode=reduce-overhead), 9000 iterations
 source .gpu/common.sh
 L=$OUT/logs; mkdir -p $L
 T0=$(date +%s)
