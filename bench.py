@@ -3,7 +3,7 @@ Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one 
 
     python bench.py                                   # the ladder on one GPU, markdown table at the end
     python bench.py --rows=default,fp8 --steps=20     # selected rows (LADDER and VARIANTS below)
-    python bench.py --recompute_table=True            # activation GiB saved and ms added per recompute unit
+    python bench.py --recompute_table=True            # GiB saved and ms added per recompute unit -> memory_table.json
     python bench.py --rows=default --profile=default  # one profiled steady-state step: time per kernel kind, idle
     python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
     python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
@@ -41,7 +41,8 @@ batch_size = 32            # micro-batch per GPU
 steps = 10                 # timed steps (median reported)
 warmup = 3                 # untimed steps (the first includes compilation)
 rows = 'ladder'            # 'ladder' or comma-separated row names (LADDER, VARIANTS)
-recompute_table = False    # also measure the recompute cost table
+recompute_table = False    # also measure the recompute cost table and write it where memory.py reads it
+memory_table_out = os.path.join(HERE, 'memory_table.json')
 profile = ''               # comma-separated row names to profile one steady-state step of: time per kernel kind, idle
 fp8_validate = False       # profile bf16 and fp8 steps of the default row, keep the Linears fp8 makes faster
 fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (train.py reads fp8_keep.txt)
@@ -170,7 +171,7 @@ def run_row(label, settings, batches, peak, device, profile_step=False, grad_acc
         if host_syncs:  # what openpi's trainer does every step: read the loss and norm on the host
             loss.item(), gnorm.item()
         end = timer.mark()
-        if i == warmup - 1:
+        if i == max(warmup, 1) - 1:  # build + warm-up (compilation): the first step when there is no warm-up
             loss.item()
             setup_s = time.time() - t0
         if i >= warmup:
@@ -485,21 +486,43 @@ def recompute_rows(named, active):
             if not (p == 'none' and named['default'][0] in have or p == 'vit' and named['recomputevit'][0] in have)]
 
 
-def recompute_table_md(named, results):
+def recompute_costs(named, results, cfg, micro_batch):
+    """{unit kind: (activation GiB saved, ms added)} per sample, from the recompute rows of a run: ViT recompute
+    against none, each further kind against ViT-only recompute (the kind a row adds is the one memory.recomputed
+    sees fully recomputed beyond the ViT)."""
     rc = {r['row'].split(' ', 1)[1]: r for r in results if r['row'].startswith('recompute ')}
     by_row = {r['row']: r for r in results}
     rc.setdefault('none', by_row.get(named['default'][0]))
     rc.setdefault('vit', by_row.get(named['recomputevit'][0]))
     rc = {k: v for k, v in rc.items() if v}
     if 'none' not in rc or 'vit' not in rc:
-        return ''
-    lines = ['| recomputed | activation GiB saved | ms added | ms per GiB |', '|---|---|---|---|']
-    for k, r in rc.items():  # the ViT row against no recompute, the others against ViT-only recompute
-        if k != 'none':
-            base = rc['none'] if k == 'vit' else rc['vit']
-            saved, added = base['peak_gib'] - r['peak_gib'], r['ms'] - base['ms']
-            lines.append(f"| {k.replace('vit,', '')} | {saved:.1f} | {added:.1f} | {added / saved if saved > 0 else float('nan'):.1f} |")
+        return {}
+    costs = {}
+    for spec, r in rc.items():
+        if spec == 'none':
+            continue
+        base = rc['none'] if spec == 'vit' else rc['vit']
+        kinds = [k for k, share in memory.recomputed(cfg, spec, nested=False).items() if share == 1]
+        kind = 'vit' if spec == 'vit' else next(k for k in kinds if k != 'vit')
+        costs[kind] = ((base['peak_gib'] - r['peak_gib']) / micro_batch, (r['ms'] - base['ms']) / micro_batch)
+    return costs
+
+
+def recompute_table_md(costs, micro_batch):
+    lines = [f'| recomputed | activation GiB saved | ms added | ms per GiB (micro-batch {micro_batch}) |', '|---|---|---|---|']
+    for kind, (gib, ms) in costs.items():
+        lines.append(f'| {kind} | {gib * micro_batch:.1f} | {ms * micro_batch:.1f} | {ms / gib if gib > 0 else float("nan"):.1f} |')
     return '\n'.join(lines)
+
+
+def write_memory_table(costs, path, measured):
+    """The per-sample costs memory.py reads (memory_table.json); a kind whose recompute measured as faster costs 0 ms."""
+    table = dict(measured=measured, act_gib={k: round(g, 4) for k, (g, _) in costs.items()},
+                 ms={k: round(max(0.0, m), 3) for k, (_, m) in costs.items()})
+    with open(path, 'w') as f:
+        json.dump(table, f, indent=1)
+        f.write('\n')
+    print(f'wrote {path}: {table}')
 
 
 if __name__ == '__main__':
@@ -554,4 +577,8 @@ if __name__ == '__main__':
           f"micro-batch {batch_size}, bf16 matmul peak {peak:.0f} TFLOP/s (measured)\n")
     print(table(results))
     if recompute_table:
-        print('\n' + recompute_table_md(named, results))
+        costs = recompute_costs(named, results, cfg, batch_size)
+        print('\n' + recompute_table_md(costs, batch_size))
+        if model_name == 'pi05' and set(costs) == set(memory.MEASURED_KINDS):
+            write_memory_table(costs, memory_table_out, f"python bench.py --recompute_table=True: {gpu}, torch "
+                               f"{torch.__version__}, {time.strftime('%Y-%m-%d')}, micro-batch {batch_size}")

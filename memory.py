@@ -10,6 +10,8 @@ the H200 for pi05 and scaled to the layout and model; which unit a recompute spe
 (model.recompute_unit_kinds). train.py --fit=True and bench.py --fit=True use it; test_train.py checks it against
 its measurements.
 """
+import json
+import os
 from collections import Counter
 
 import torch
@@ -17,14 +19,18 @@ import torch
 import model as M
 
 GIB = 2 ** 30
-# Activations stored per sample (GiB) by unit kind when no unit of that kind is recomputed, for pi05 at 576 prefix
-# tokens (2 cameras x 256 patches + 64 prompt slots) and 50 actions: bench.py's recompute table (H200, 2026-11-29,
-# micro-batch 32, flex attention) divided by 32. 'rest' is what stays stored with every unit recomputed (the layers'
-# inputs, embeddings, heads); 'layers' what a whole joint layer stores beyond its parts.
-ACT_GIB = {'vit': 0.457, 'vlm_mlp': 0.906, 'attn': 0.144, 'expert_mlp': 0.031, 'layers': 0.137, 'rest': 0.041}
-# Milliseconds per sample that recomputing every unit of a kind adds (same table), and a step's time per sample
-# without recompute, per micro-step and per step (optimizer, clip): the speed model plan_fit ranks settings by.
-MS = {'sample': 15.0, 'vit': 0.98, 'vlm_mlp': 1.74, 'attn': 0.20, 'expert_mlp': 0.0, 'layers': 2.8, 'micro': 10.0, 'step': 50.0}
+# Per sample, for pi05 at 576 prefix tokens (2 cameras x 256 patches + 64 prompt slots) and 50 actions: the
+# activations (GiB) a unit kind stores when none of its units is recomputed, and the ms that recomputing all of them
+# adds. memory_table.json holds the kinds `python bench.py --recompute_table=True` measures (MEASURED_KINDS) and
+# says where its numbers come from; the rest are fitted to the same runs: 'rest' is what stays stored with every
+# unit recomputed (the layers' inputs, embeddings, heads), 'layers' what a whole joint layer stores beyond its parts,
+# and a step's ms per sample without recompute, per micro-step and per step (optimizer, clip) make the speed model
+# plan_fit ranks settings by.
+MEASURED_KINDS = ('vit', 'vlm_mlp', 'attn', 'expert_mlp')
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'memory_table.json')) as _f:
+    _table = json.load(_f)
+ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
+MS = dict(_table['ms'], sample=15.0, layers=2.8, micro=10.0, step=50.0)
 ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)

@@ -183,6 +183,31 @@ def test_memory_plan_reproduces_its_h200_measurements():
     assert more['activations'] > plan['activations'], 'longer prompts store more'
 
 
+def test_memory_table_is_what_bench_derives_from_its_run(tmp_path):
+    """memory_table.json holds what `bench.py --recompute_table=True` derives from the recompute rows of the run it
+    names (docs/bench_2026-11-29.log): the same numbers again from that log's rows, through bench's own code."""
+    import bench
+    import memory
+    with open(os.path.join(ROOT, 'memory_table.json')) as f:
+        table = json.load(f)
+    assert 'docs/bench_2026-11-29.log' in table['measured']
+    named = bench.named_rows()
+    label = {'default with recompute=none': named['default'][0],  # that day's row names
+             'default: fp32 master weights': named['recomputevit'][0]}
+    with open(os.path.join(ROOT, 'docs', 'bench_2026-11-29.log')) as f:
+        rows = [json.loads(line) for line in f if line.startswith('{')]
+    results = [dict(r, row=label.get(r['row'], r['row'])) for r in rows if r['tokens'] == 64]
+    costs = bench.recompute_costs(named, results, M.configs['pi05'], 32)
+    assert set(costs) == set(memory.MEASURED_KINDS), costs
+    out = tmp_path / 'memory_table.json'
+    bench.write_memory_table(costs, out, 'test')
+    derived = json.loads(out.read_text())
+    for part in ('act_gib', 'ms'):
+        for kind, want in table[part].items():
+            assert math.isclose(derived[part][kind], want, rel_tol=0.01, abs_tol=0.002), (part, kind, derived[part][kind], want)
+            assert memory.ACT_GIB[kind] == table['act_gib'][kind] and memory.MS[kind] == table['ms'][kind]
+
+
 def test_plan_fit_keeps_the_batch_and_the_cap():
     conf, cfg = dict(train.default_config(), ema=False), M.configs['pi05']
     for gib in (139.0, 79.0):
