@@ -331,19 +331,13 @@ def random_batch(cfg, B, cameras=2, empty_slots=0, prompt_lengths=None, prompt_s
                 actions=torch.randn(B, cfg.action_horizon, cfg.action_dim, **g),
                 sample_id=torch.arange(B, device=device))
 
-def split_episodes(num_episodes, val_fraction=0.05, val_episodes=None):
-    """(train, val) episode positions. val_episodes: a count or a list; else round(val_fraction * E),
-    at least 1 when val_fraction > 0. held-out episodes are evenly spaced, so every part of the dataset
-    (LIBERO is ordered by suite) is represented; independent of the training seed."""
+def split_episodes(num_episodes, val_fraction=0.05):
+    """(train, val) episode positions: round(val_fraction * E) held out, at least 1 when val_fraction > 0, evenly
+    spaced, so every part of the dataset (LIBERO is ordered by suite) is represented; independent of the seed."""
     E = num_episodes
-    if val_episodes is None:
-        n = int(round(val_fraction * E))
-        val_episodes = max(1, n) if val_fraction > 0 and E > 1 else n
-    if isinstance(val_episodes, int):
-        assert 0 <= val_episodes < E, f"val_episodes={val_episodes} must be in [0, {E})"
-        val = np.floor((np.arange(val_episodes) + 0.5) * E / max(val_episodes, 1)).astype(np.int64)
-    else:
-        val = np.unique(np.asarray(val_episodes, np.int64))
+    n = int(round(val_fraction * E))
+    n = max(1, n) if val_fraction > 0 and E > 1 else n
+    val = np.floor((np.arange(n) + 0.5) * E / max(n, 1)).astype(np.int64)
     train = np.setdiff1d(np.arange(E), val)
     return train, val
 
@@ -439,15 +433,15 @@ class Loader:
     rank r, micro-step m gets sample_ids [(r*grad_accum + m)*B, +B). the checkpointed position is just the step.
 
     next() returns grad_accum micro-batch dicts of CPU tensors (pinned when pin_memory and CUDA):
-      images uint8 (B, n_slots, 3, S, S), image_mask bool (B, n_slots), tokens int64 (B, L), token_mask bool (B, L),
+      images uint8 (B, n_cams, 3, S, S), image_mask bool (B, n_cams) (all True), tokens int64 (B, L), token_mask bool (B, L),
       state float32 (B, action_dim) normalized and zero-padded, actions float32 (B, H, action_dim) normalized and
       zero-padded, action_mask bool (B, H) (False past the episode end, where the last action repeats as LeRobot
       clamps), sample_id int64 (B,).
     """
 
     def __init__(self, data_dir, split="train", micro_batch=32, grad_accum=1, rank=0, world_size=1, seed=0,
-                 horizon=10, action_dim=32, prompt_format="pi05", camera_slots=None, val_fraction=0.05,
-                 val_episodes=None, prefetch=2, pin_memory=True, start_step=0, token_len=None, prompt_bucket=0):
+                 horizon=10, action_dim=32, prompt_format="pi05", val_fraction=0.05, prefetch=2, pin_memory=True,
+                 start_step=0, token_len=None, prompt_bucket=0):
         assert prompt_format in ("pi05", "pi0"), prompt_format
         assert 0 <= rank < world_size, (rank, world_size)
         with open(os.path.join(data_dir, "meta.json")) as f:
@@ -462,11 +456,7 @@ class Loader:
             self.tokens, self.token_lens = load("tokens_pi05.npy"), np.load(os.path.join(data_dir, "tokens_pi05_len.npy"))
         else:
             self.tokens, self.token_lens = load("tokens_pi0.npy"), np.load(os.path.join(data_dir, "tokens_pi0_len.npy"))
-        n_cams = len(self.images)
-        self.camera_slots = camera_slots or n_cams
-        assert self.camera_slots >= n_cams, f"camera_slots={camera_slots} < {n_cams} cameras in the dataset"
-        # extra slots are empty and masked (openpi LiberoInputs: right_wrist_0_rgb = zeros, mask False)
-        self.wrist = list(meta["wrist"]) + [True] * (self.camera_slots - n_cams)
+        self.wrist = list(meta["wrist"])
         assert action_dim >= meta["action_dim"] and action_dim >= meta["state_dim"], "action_dim below native dims"
         self.token_len = token_len or meta["max_token_len"]
         longest = int(self.token_lens.max(initial=0))
@@ -474,7 +464,7 @@ class Loader:
             warnings.warn(f"token_len={self.token_len} cuts prompts of up to {longest} tokens")
         lengths = np.diff(starts)
         self.ep_end = np.repeat(starts[1:], lengths)  # per frame: one past its episode's last frame
-        train, val = split_episodes(len(lengths), val_fraction, val_episodes)
+        train, val = split_episodes(len(lengths), val_fraction)
         eps = {"train": train, "val": val, "all": np.arange(len(lengths))}[split]
         self.frames = np.concatenate([np.arange(starts[e], starts[e + 1]) for e in eps]) if len(eps) else np.zeros(0, np.int64)
         assert len(self.frames), f"split {split!r} has no frames"
@@ -521,12 +511,11 @@ class Loader:
 
     def _gather(self, idx, sample_id):
         B, S, n_cams = len(idx), self.meta["image_size"], len(self.images)
-        images = np.zeros((B, self.camera_slots, 3, S, S), np.uint8)
+        images = np.empty((B, n_cams, 3, S, S), np.uint8)
         order = np.argsort(idx, kind="stable")  # read the memmaps in file order
         for c, mm in enumerate(self.images):
             images[order, c] = mm[idx[order]]
-        image_mask = np.zeros((B, self.camera_slots), bool)
-        image_mask[:, :n_cams] = True
+        image_mask = np.ones((B, n_cams), bool)
         # action chunk: frames t..t+H-1, clamped to the episode's last frame (LeRobot delta_timestamps k/fps)
         chunk = idx[:, None] + np.arange(self.horizon)
         end = self.ep_end[idx][:, None]
@@ -544,7 +533,7 @@ class Loader:
                      state=state.astype(np.float32), actions=actions.astype(np.float32), action_mask=action_mask,
                      sample_id=np.asarray(sample_id, np.int64))
         batch = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
-        if self.prompt_bucket:  # camera slots stay: padded ones are the reference layout, asked for on purpose
+        if self.prompt_bucket:  # every camera slot is a real camera here: only prompt padding is cut
             batch, _ = trim_batch(batch, self.prompt_bucket, cameras=False)
         return {k: v.pin_memory() if self.pin and torch.is_tensor(v) else v for k, v in batch.items()}
 

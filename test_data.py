@@ -553,17 +553,16 @@ def test_action_chunk_mask_and_clamp_at_episode_end(syn):
     assert b["tokens"][0, :len0[task]].tolist() == tok0[task, :len0[task]].tolist()
     assert b["token_mask"][0].sum() == len0[task] and b["tokens"].dtype == torch.int64
 
-def test_camera_slot_padding(syn):
-    ld = data.Loader(syn, micro_batch=3, camera_slots=3, prefetch=0)
+def test_loader_cameras_are_the_prepared_ones(syn):
+    ld = data.Loader(syn, micro_batch=3, prefetch=0)
     b = ld.next()[0]
-    assert b["images"].shape == (3, 3, 3, 16, 16) and b["images"].dtype == torch.uint8
-    assert b["image_mask"].tolist() == [[True, True, False]] * 3
-    assert not b["images"][:, 2].any(), "missing camera slot must be zeros"
+    assert b["images"].shape == (3, 2, 3, 16, 16) and b["images"].dtype == torch.uint8
+    assert b["image_mask"].tolist() == [[True, True]] * 3
     idx = ld.indices(0)[:3]
     for c in range(2):
         want = torch.from_numpy(np.load(os.path.join(syn, f"images_{c}.npy"))[idx])
         assert torch.equal(b["images"][:, c], want), f"camera {c} pixels differ"
-    assert ld.wrist == [False, True, True]
+    assert ld.wrist == [False, True]
     assert b["token_mask"].sum(1).tolist() == np.load(os.path.join(syn, "tokens_pi05_len.npy"))[idx].tolist()
 
 # -----------------------------------------------------------------------------
