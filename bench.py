@@ -362,7 +362,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
-    its compile + capture time. Returns markdown rows."""
+    its compile + capture time, then a real-time-chunking call (guided, no graph) at the first batch size. Returns
+    markdown rows."""
     import serve
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
@@ -386,6 +387,22 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         q = lambda p: statistics.quantiles(ms, n=100)[p - 1] if len(ms) > 1 else ms[0]
         return statistics.median(ms), q(90), q(99)
 
+    def rtc_row(layers, b, noise):
+        """Real-time chunking as serve.Policy runs a request with prev_chunk: autograd through the layers for the
+        guidance's vector-Jacobian product, outside the CUDA graph; half the horizon overlaps, delay 2."""
+        H = cfg.action_horizon
+        guide = torch.randn(noise.shape, device=device)
+        weights = M.rtc_weights(H, H // 2, min(2, H // 2)).to(device)[None, :, None].expand_as(noise).contiguous()
+        call = lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
+        t0 = time.perf_counter()
+        call()
+        sync()
+        setup = time.perf_counter() - t0
+        p50, p90, p99 = timed(call, max(3, infer_calls // 5))
+        rows.append(f'| {layers}, real-time chunking (guided, no CUDA graph) | {len(noise)} | {p50:.1f} | {p90:.1f} | '
+                    f'{p99:.1f} | {len(noise) * 1e3 / p50:.1f} | {setup:.0f} |')
+        print(rows[-1], flush=True)
+
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
     with torch.no_grad():
         b, noise = inputs(1)
@@ -395,6 +412,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         rows.append(f'| `Pi05.sample_actions`, eager, sdpa | 1 | {p50:.1f} | {p90:.1f} | {p99:.1f} | {1e3 / p50:.1f} | 0 |')
         print(rows[-1], flush=True)
         if device != 'cuda':
+            rtc_row('eager', b, noise)
             return rows
         sampler = serve.GraphedSampler(model)
         for B in batch_sizes:
@@ -414,6 +432,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         print(f'graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
               f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
         kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call')
+        rtc_row('compiled layers', *first)
     return rows
 
 
