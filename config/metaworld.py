@@ -6,7 +6,9 @@
 #   python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld --workers=10
 # global batch 128 = micro_batch 128 x grad_accum 1 x 1 GPU; 6000 iterations = 768k samples (~20 epochs of 38k frames).
 # Tried on the H200: micro-batch 64 at lr 3e-4 (4000 iterations: MT10 49%) vs 128 at 5e-4 (4000: 62%); openpi's image
-# augmentation halved success after 2000 iterations (14% vs 32%, 5 episodes per task).
+# augmentation halved success after 2000 iterations (14% vs 32%, 5 episodes per task). Longer schedules cut short by a
+# timeout did worse: checkpoint 4000 of 8000 38%, 6000 and 7000 of 9000 44% and 41% (docs/closed_loop/b1_*, b4_*).
+# --compile_mode=reduce-overhead takes an iteration from 60 to 29 ms here (off until its GPU tests have run).
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
 model_name = 'small'
