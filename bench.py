@@ -362,7 +362,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
-    its compile + capture time, then a real-time-chunking call (guided, no graph) at the first batch size. Returns
+    its compile + capture time, with separate and with fused projections, then a real-time-chunking call (guided, no graph) at the first batch size. Returns
     markdown rows."""
     import serve
     cfg = M.configs[model_name]
@@ -414,24 +414,28 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         if device != 'cuda':
             rtc_row('eager', b, noise)
             return rows
-        sampler = serve.GraphedSampler(model)
-        for B in batch_sizes:
-            b, noise = inputs(B)
-            t0 = time.perf_counter()
-            sampler(b, noise)
-            sync()
-            setup = time.perf_counter() - t0
-            p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
-            rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`) | {B} | {p50:.1f} | {p90:.1f} | '
-                        f'{p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
-            print(rows[-1], flush=True)
-            if B == batch_sizes[0]:
-                first = b, noise
-        ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
-        got, again = sampler(b, noise).float(), sampler(b, noise).float()
-        print(f'graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
-              f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-        kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call')
+        for fused in (False, True):  # separate projections, then q/k/v and gate/up fused (model.fuse_projections)
+            if fused:
+                M.fuse_projections(model)
+            sampler = serve.GraphedSampler(model, compile=not fused)  # compile_inference once; new graphs
+            name = 'fused projections' if fused else 'separate projections'
+            for B in batch_sizes:
+                b, noise = inputs(B)
+                t0 = time.perf_counter()
+                sampler(b, noise)
+                sync()
+                setup = time.perf_counter() - t0
+                p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
+                rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`), {name} | {B} | {p50:.1f} | '
+                            f'{p90:.1f} | {p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
+                print(rows[-1], flush=True)
+                if B == batch_sizes[0]:
+                    first = b, noise
+            ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
+            got, again = sampler(b, noise).float(), sampler(b, noise).float()
+            print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
+                  f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
+            kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
         rtc_row('compiled layers', *first)
     return rows
 

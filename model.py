@@ -127,9 +127,14 @@ class GemmaMLP(nn.Module):
         super().__init__()
         self.gate_proj, self.up_proj = Linear(dim, hidden, bias=False), Linear(dim, hidden, bias=False)
         self.down_proj = Linear(hidden, dim, bias=False)
+        self.register_buffer('fused', None, persistent=False)  # [gate; up] weights as one tensor (fuse_projections)
 
     def forward(self, x):
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate='tanh') * self.up_proj(x))
+        if self.fused is not None:
+            gate, up = F.linear(x, self.fused.to(x.dtype)).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(F.gelu(gate, approximate='tanh') * up)
 
 
 class GemmaAttention(nn.Module):
@@ -140,6 +145,7 @@ class GemmaAttention(nn.Module):
         self.k_proj = Linear(dim, cfg.kv_heads * cfg.head_dim, bias=False)
         self.v_proj = Linear(dim, cfg.kv_heads * cfg.head_dim, bias=False)
         self.o_proj = Linear(cfg.heads * cfg.head_dim, dim, bias=False)
+        self.register_buffer('fused', None, persistent=False)  # [q; k; v] weights as one tensor (fuse_projections)
 
 
 class GemmaLayer(nn.Module):
@@ -189,9 +195,13 @@ def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     """One stream's pre-attention norm, projections and RoPE -> q, k, v (B, T, heads, Dh) and the adaRMS gate."""
     B, T, _ = x.shape
     h, gate = layer.input_layernorm(x, cond, mod) if cond is not None else (layer.input_layernorm(x), None)
-    q = layer.self_attn.q_proj(h).view(B, T, -1, head_dim)
-    k = layer.self_attn.k_proj(h).view(B, T, -1, head_dim)
-    v = layer.self_attn.v_proj(h).view(B, T, -1, head_dim)
+    a = layer.self_attn
+    if a.fused is not None:
+        q, k, v = F.linear(h, a.fused.to(h.dtype)).split([a.q_proj.out_features, a.k_proj.out_features,
+                                                          a.v_proj.out_features], dim=-1)
+    else:
+        q, k, v = a.q_proj(h), a.k_proj(h), a.v_proj(h)
+    q, k, v = (y.view(B, T, -1, head_dim) for y in (q, k, v))
     return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v, gate
 
 
@@ -752,6 +762,27 @@ def apply_compile(model, vision=True, backend='inductor', mode=None):
     for unit in units:
         unit.compile(**kw)
     return model
+
+@torch.no_grad()
+def fuse_projections(model):
+    """Serving: each stream's q/k/v Linears and gate/up Linears run as one GEMM each (fewer, larger launches in
+    every denoising step). The parameters become views into the concatenated tensor, so no memory is added and the
+    state dict and loading are unchanged; call it last (a later dtype or device change of a parameter unties it)."""
+    def tie(*linears):
+        assert all(type(l) is Linear for l in linears), 'fuse_projections takes plain Linears (no LoRA, no fp8)'
+        fused, i = torch.cat([l.weight for l in linears]), 0
+        for l in linears:
+            n = l.weight.shape[0]
+            l.weight.data = fused[i:i + n]
+            i += n
+        return fused
+    for layer in model.layers:
+        for stream in (layer.vlm, layer.expert):
+            a, mlp = stream.self_attn, stream.mlp
+            a.fused = tie(a.q_proj, a.k_proj, a.v_proj)
+            mlp.fused = tie(mlp.gate_proj, mlp.up_proj)
+    return model
+
 
 def compile_inference(model, backend='inductor', mode=None):
     """Per-layer compile of sample_actions: the prefix step and the denoising step of a joint layer are each one

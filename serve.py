@@ -115,8 +115,10 @@ class GraphedSampler:
     which cuts the kernels per call by about three. The graph reads its inputs from static buffers and writes its
     output to a static buffer, so a call is: copy in, replay, copy out."""
 
-    def __init__(self, model, num_steps=10, compile=True):
+    def __init__(self, model, num_steps=10, compile=True, fuse=False):
         self.model, self.num_steps, self.graphs = model, num_steps, {}
+        if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections); not yet measured on the GPU
+            M.fuse_projections(model)
         if compile:
             M.compile_inference(model)
 

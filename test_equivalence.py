@@ -336,6 +336,34 @@ def test_compiled_inference_matches_eager_sample_actions():
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
+def test_fused_projections_match_separate_ones():
+    """fuse_projections (serving): q/k/v and gate/up as one GEMM each give the same actions, add no parameters or
+    state-dict keys, and stay tied to the parameters (loading new weights changes the fused GEMMs too)."""
+    import torch._dynamo
+    m, b = make_model(), make_batch()
+    x0, _ = noise_time(seed=6)
+    ref = m.sample_actions(b, noise=x0)
+    keys, n_params = set(m.state_dict()), sum(p.numel() for p in m.parameters())
+    M.fuse_projections(m)
+    assert m.layers[0].expert.self_attn.fused is not None and m.layers[0].vlm.mlp.fused is not None
+    assert set(m.state_dict()) == keys and sum(p.numel() for p in m.parameters()) == n_params
+    assert_close(m.sample_actions(b, noise=x0), ref, 'fused projections vs separate')
+    other = make_model(seed=1)
+    m.load_state_dict(other.state_dict())
+    assert_close(m.sample_actions(b, noise=x0), other.sample_actions(b, noise=x0), 'fused after loading new weights')
+    # compiled as serving compiles it: still one graph per step kind, no recompiles for the layers' fused tensors
+    from torch._dynamo.utils import counters
+    cfg = replace(CFG, depth=6)
+    m, b = make_model(cfg), make_batch(cfg)
+    x0, _ = noise_time(cfg, seed=4)
+    ref = m.sample_actions(b, noise=x0)
+    torch._dynamo.reset()
+    counters.clear()
+    M.compile_inference(M.fuse_projections(m), backend='aot_eager')
+    assert_close(m.sample_actions(b, noise=x0), ref, 'compiled fused inference vs eager')
+    assert counters['stats']['unique_graphs'] == 7 and not counters['recompiles'], dict(counters['stats'])
+
+
 def test_compiled_inference_serves_many_shapes():
     """Each batch size is one more compiled variant of the prefix and denoising steps (twice: the last layer is a
     class of its own); more than dynamo's default 8 must not stop serving (fullgraph=True fails at the limit)."""

@@ -229,6 +229,9 @@ class TestGPU:
         assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'
         other = torch.randn_like(noise)
         assert not torch.equal(fast(batch, other), got), 'the graph must read its inputs anew on every call'
+        fused = serve.GraphedSampler(pol.model, compile=False, fuse=True)  # q/k/v and gate/up as one GEMM each
+        err = ((fused(batch, noise) - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f'fused projections + graph vs eager: relative error {err:.2e}'
 
 
 def test_float_and_chw_frames_are_read_like_uint8_hwc(trained):
