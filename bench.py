@@ -387,21 +387,26 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         q = lambda p: statistics.quantiles(ms, n=100)[p - 1] if len(ms) > 1 else ms[0]
         return statistics.median(ms), q(90), q(99)
 
-    def rtc_row(layers, b, noise):
-        """Real-time chunking as serve.Policy runs a request with prev_chunk: autograd through the layers for the
-        guidance's vector-Jacobian product, outside the CUDA graph; half the horizon overlaps, delay 2."""
+    def rtc_row(label, b, noise, sampler=None):
+        """Real-time chunking (a request with prev_chunk): autograd through the layers for the guidance's
+        vector-Jacobian product, as serve.Policy runs it (outside the CUDA graph), or replayed by `sampler`;
+        half the horizon overlaps, delay 2."""
         H = cfg.action_horizon
         guide = torch.randn(noise.shape, device=device)
         weights = M.rtc_weights(H, H // 2, min(2, H // 2)).to(device)[None, :, None].expand_as(noise).contiguous()
-        call = lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
+        if sampler is None:
+            call = lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
+        else:
+            call = lambda: sampler(b, noise, (guide, weights, 5.0))
         t0 = time.perf_counter()
         call()
         sync()
         setup = time.perf_counter() - t0
         p50, p90, p99 = timed(call, max(3, infer_calls // 5))
-        rows.append(f'| {layers}, real-time chunking (guided, no CUDA graph) | {len(noise)} | {p50:.1f} | {p90:.1f} | '
+        rows.append(f'| {label}, real-time chunking (guided) | {len(noise)} | {p50:.1f} | {p90:.1f} | '
                     f'{p99:.1f} | {len(noise) * 1e3 / p50:.1f} | {setup:.0f} |')
         print(rows[-1], flush=True)
+        return call
 
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
     with torch.no_grad():
@@ -412,7 +417,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         rows.append(f'| `Pi05.sample_actions`, eager, sdpa | 1 | {p50:.1f} | {p90:.1f} | {p99:.1f} | {1e3 / p50:.1f} | 0 |')
         print(rows[-1], flush=True)
         if device != 'cuda':
-            rtc_row('eager', b, noise)
+            rtc_row('eager, no CUDA graph', b, noise)
             return rows
         for fused in (False, True):  # separate projections, then q/k/v and gate/up fused (model.fuse_projections)
             if fused:
@@ -436,7 +441,10 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
                   f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
-        rtc_row('compiled layers', *first)
+        direct = rtc_row('compiled layers, no CUDA graph (as serve.Policy)', *first)
+        replay = rtc_row('compiled layers + CUDA graph', *first, sampler=sampler)
+        err = ((replay() - direct()).norm() / direct().norm()).item()
+        print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
     return rows
 
 

@@ -122,28 +122,38 @@ class GraphedSampler:
         if compile:
             M.compile_inference(model)
 
-    def capture(self, batch, noise):
+    def capture(self, batch, noise, guided=None):
         static = {k: v.clone() for k, v in batch.items()}
         static_noise = noise.clone()
+        kw = {}
+        if guided is not None:  # real-time chunking: the guidance's autograd pass is captured too
+            kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(), max_guidance=guided[2])
+        run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps, **kw)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up (compilation, cuBLAS handles) outside the capture
             for _ in range(2):
-                self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps)
+                run()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            out = self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps)
-        return graph, static, static_noise, out
+            out = run()
+        return graph, static, static_noise, kw, out
 
-    def __call__(self, batch, noise):
+    def __call__(self, batch, noise, guided=None):
+        """guided: (guide, weights, max_guidance) of real-time chunking, or None; one graph per max_guidance value.
+        (serve.Policy still runs guided requests outside the graph: this path is not yet measured on the GPU.)"""
         key = tuple((k, tuple(v.shape)) for k, v in sorted(batch.items())) + (tuple(noise.shape),)
+        key += (None if guided is None else ('guided', float(guided[2])),)
         if key not in self.graphs:
-            self.graphs[key] = self.capture(batch, noise)
-        graph, static, static_noise, out = self.graphs[key]
+            self.graphs[key] = self.capture(batch, noise, guided)
+        graph, static, static_noise, kw, out = self.graphs[key]
         for k, v in batch.items():
             static[k].copy_(v, non_blocking=True)
         static_noise.copy_(noise, non_blocking=True)
+        if guided is not None:
+            kw['guide'].copy_(guided[0], non_blocking=True)
+            kw['guide_weights'].copy_(guided[1], non_blocking=True)
         graph.replay()
         return out.clone()
 

@@ -20,6 +20,7 @@ import torch
 import data
 import sim
 import eval as evaluation
+import model as M
 import serve
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -229,6 +230,14 @@ class TestGPU:
         assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'
         other = torch.randn_like(noise)
         assert not torch.equal(fast(batch, other), got), 'the graph must read its inputs anew on every call'
+        H = pol.cfg.action_horizon  # real-time chunking captured with its autograd pass: as the direct guided call
+        guide = torch.randn_like(noise)
+        weights = M.rtc_weights(H, H // 2, 2).cuda()[None, :, None].expand_as(noise).contiguous()
+        direct = pol.model.sample_actions(batch, noise=noise, guide=guide, guide_weights=weights)
+        replay = fast(batch, noise, (guide, weights, 5.0))
+        err = ((replay - direct).norm() / direct.norm()).item()
+        assert err < 1e-2 and not torch.equal(replay, got), f'guided graph vs direct guided call: {err:.2e}'
+        assert not torch.equal(fast(batch, noise, (-guide, weights, 5.0)), replay), 'the guide is an input'
         fused = serve.GraphedSampler(pol.model, compile=False, fuse=True)  # q/k/v and gate/up as one GEMM each
         err = ((fused(batch, noise) - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'fused projections + graph vs eager: relative error {err:.2e}'
