@@ -362,8 +362,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
-    its compile + capture time, with separate and with fused projections, then a real-time-chunking call (guided, no graph) at the first batch size. Returns
-    markdown rows."""
+    its compile + capture time, with separate and then fused projections (model.fuse_projections); with separate
+    projections also a real-time-chunking (guided) call at the first batch size, as serve.Policy runs it (no graph)
+    and replayed from a graph. Returns markdown rows."""
     import serve
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
@@ -441,10 +442,11 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
                   f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
-        direct = rtc_row('compiled layers, no CUDA graph (as serve.Policy)', *first)
-        replay = rtc_row('compiled layers + CUDA graph', *first, sampler=sampler)
-        err = ((replay() - direct()).norm() / direct().norm()).item()
-        print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
+            if not fused:  # real-time chunking as serve.Policy runs it (no graph), and replayed from a graph
+                direct = rtc_row('compiled layers, no CUDA graph (as serve.Policy)', *first)
+                replay = rtc_row('compiled layers + CUDA graph', *first, sampler=sampler)
+                err = ((replay() - direct()).norm() / direct().norm()).item()
+                print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
     return rows
 
 
@@ -547,12 +549,14 @@ def recompute_table_md(costs, micro_batch):
 
 
 def write_memory_table(costs, path, measured):
-    """The per-sample costs memory.py reads (memory_table.json); a kind whose recompute measured as faster costs 0 ms."""
-    table = dict(measured=measured, act_gib={k: round(g, 4) for k, (g, _) in costs.items()},
+    """The per-sample costs memory.py reads (memory_table.json), written atomically; a kind whose recompute measured
+    as saving nothing or as faster costs 0."""
+    table = dict(measured=measured, act_gib={k: round(max(0.0, g), 4) for k, (g, _) in costs.items()},
                  ms={k: round(max(0.0, m), 3) for k, (_, m) in costs.items()})
-    with open(path, 'w') as f:
+    with open(f'{path}.tmp', 'w') as f:
         json.dump(table, f, indent=1)
         f.write('\n')
+    os.replace(f'{path}.tmp', path)
     print(f'wrote {path}: {table}')
 
 
@@ -610,6 +614,10 @@ if __name__ == '__main__':
     if recompute_table:
         costs = recompute_costs(named, results, cfg, batch_size)
         print('\n' + recompute_table_md(costs, batch_size))
-        if model_name == 'pi05' and set(costs) == set(memory.MEASURED_KINDS):
+        slots = {r['tokens'] for r in results}
+        if model_name == 'pi05' and set(costs) == set(memory.MEASURED_KINDS) and slots == {64}:  # memory.py's layout
             write_memory_table(costs, memory_table_out, f"python bench.py --recompute_table=True: {gpu}, torch "
-                               f"{torch.__version__}, {time.strftime('%Y-%m-%d')}, micro-batch {batch_size}")
+                               f"{torch.__version__}, {time.strftime('%Y-%m-%d')}, micro-batch {batch_size}, "
+                               f"attn={named['default'][1]['attn']!r}, 64 prompt slots; results {out_dir}/results.json")
+        else:
+            print(f'{memory_table_out} not rewritten: it holds pi05 at 64 prompt slots with every kind measured')

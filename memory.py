@@ -27,8 +27,13 @@ GIB = 2 ** 30
 # and a step's ms per sample without recompute, per micro-step and per step (optimizer, clip) make the speed model
 # plan_fit ranks settings by.
 MEASURED_KINDS = ('vit', 'vlm_mlp', 'attn', 'expert_mlp')
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'memory_table.json')) as _f:
-    _table = json.load(_f)
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'memory_table.json')
+try:
+    with open(TABLE) as _f:
+        _table = json.load(_f)
+except (OSError, ValueError) as _err:
+    raise SystemExit(f'{TABLE}: {_err}; restore it (git checkout memory_table.json) or measure it again: '
+                     f'python bench.py --recompute_table=True') from None
 ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
 MS = dict(_table['ms'], sample=15.0, layers=2.8, micro=10.0, step=50.0)
 ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)

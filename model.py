@@ -130,7 +130,7 @@ class GemmaMLP(nn.Module):
         self.register_buffer('fused', None, persistent=False)  # [gate; up] weights as one tensor (fuse_projections)
 
     def forward(self, x):
-        if self.fused is not None:
+        if self.fused is not None and not self.gate_proj.weight.requires_grad:  # serving (fuse_projections)
             gate, up = F.linear(x, self.fused.to(x.dtype)).chunk(2, dim=-1)
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
@@ -196,7 +196,7 @@ def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     B, T, _ = x.shape
     h, gate = layer.input_layernorm(x, cond, mod) if cond is not None else (layer.input_layernorm(x), None)
     a = layer.self_attn
-    if a.fused is not None:
+    if a.fused is not None and not a.q_proj.weight.requires_grad:  # serving (fuse_projections)
         q, k, v = F.linear(h, a.fused.to(h.dtype)).split([a.q_proj.out_features, a.k_proj.out_features,
                                                           a.v_proj.out_features], dim=-1)
     else:
@@ -553,7 +553,7 @@ class Pi05(nn.Module):
         guide (B, H, A) with guide_weights (B, H, A): real-time chunking (Black, Galliker, Levine 2025, arXiv
         2506.07339): every step is steered so that the chunk it predicts matches `guide` where the weights are
         positive (rtc_weights), through a vector-Jacobian product of the velocity; max_guidance is the paper's clip
-        beta. guide None: plain sampling (all-zero weights or max_guidance 0 give the same numbers)."""
+        beta (a number, or a 0-dim float64 tensor: an input of a CUDA graph). guide None: plain sampling (all-zero weights or max_guidance 0 give the same numbers)."""
         cache = self.prefix_cache(batch)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
@@ -766,8 +766,9 @@ def apply_compile(model, vision=True, backend='inductor', mode=None):
 @torch.no_grad()
 def fuse_projections(model):
     """Serving: each stream's q/k/v Linears and gate/up Linears run as one GEMM each (fewer, larger launches in
-    every denoising step). The parameters become views into the concatenated tensor, so no memory is added and the
-    state dict and loading are unchanged; call it last (a later dtype or device change of a parameter unties it)."""
+    every denoising step) while their weights need no gradient (a trained parameter takes the separate path). The
+    parameters become views into the concatenated tensor, so no memory is added and the state dict and loading are
+    unchanged; call it last: a later dtype or device change unties them (fused_intact says whether they still are)."""
     def tie(*linears):
         assert all(type(l) is Linear for l in linears), 'fuse_projections takes plain Linears (no LoRA, no fp8)'
         fused, i = torch.cat([l.weight for l in linears]), 0
@@ -782,6 +783,14 @@ def fuse_projections(model):
             a.fused = tie(a.q_proj, a.k_proj, a.v_proj)
             mlp.fused = tie(mlp.gate_proj, mlp.up_proj)
     return model
+
+
+def fused_intact(model):
+    """True when every fused tensor still holds its Linears' weights (fuse_projections; False once they are untied)."""
+    same = lambda w, f: w.untyped_storage().data_ptr() == f.untyped_storage().data_ptr()
+    return all(same(l.weight, m.fused) for layer in model.layers for stream in (layer.vlm, layer.expert)
+               for m, ls in ((stream.self_attn, ('q_proj', 'k_proj', 'v_proj')), (stream.mlp, ('gate_proj', 'up_proj')))
+               if m.fused is not None for l in map(m.get_submodule, ls))
 
 
 def compile_inference(model, backend='inductor', mode=None):

@@ -125,9 +125,13 @@ class GraphedSampler:
     def capture(self, batch, noise, guided=None):
         static = {k: v.clone() for k, v in batch.items()}
         static_noise = noise.clone()
+        if not M.fused_intact(self.model):
+            raise RuntimeError('fused projections no longer hold the weights (a dtype or device change after '
+                               'model.fuse_projections): fuse again before capturing')
         kw = {}
-        if guided is not None:  # real-time chunking: the guidance's autograd pass is captured too
-            kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(), max_guidance=guided[2])
+        if guided is not None:  # real-time chunking: the guidance's autograd pass is captured too, beta an input
+            kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(),
+                      max_guidance=torch.tensor(float(guided[2]), dtype=torch.float64, device=noise.device))
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps, **kw)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -141,10 +145,9 @@ class GraphedSampler:
         return graph, static, static_noise, kw, out
 
     def __call__(self, batch, noise, guided=None):
-        """guided: (guide, weights, max_guidance) of real-time chunking, or None; one graph per max_guidance value.
-        (serve.Policy still runs guided requests outside the graph: this path is not yet measured on the GPU.)"""
-        key = tuple((k, tuple(v.shape)) for k, v in sorted(batch.items())) + (tuple(noise.shape),)
-        key += (None if guided is None else ('guided', float(guided[2])),)
+        """guided: (guide, weights, max_guidance) of real-time chunking, or None (serve.Policy still runs guided
+        requests outside the graph: this path is not yet measured on the GPU)."""
+        key = tuple((k, tuple(v.shape)) for k, v in sorted(batch.items())) + (tuple(noise.shape), guided is None)
         if key not in self.graphs:
             self.graphs[key] = self.capture(batch, noise, guided)
         graph, static, static_noise, kw, out = self.graphs[key]
@@ -154,6 +157,7 @@ class GraphedSampler:
         if guided is not None:
             kw['guide'].copy_(guided[0], non_blocking=True)
             kw['guide_weights'].copy_(guided[1], non_blocking=True)
+            kw['max_guidance'].fill_(float(guided[2]))
         graph.replay()
         return out.clone()
 

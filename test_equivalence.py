@@ -318,6 +318,8 @@ def test_step_conditions_equal_per_step_conditions():
         ref = ref + -0.1 * m.guided_velocity(cache, ref, t, guide, weights, 5.0)
         t = t + -0.1
     assert_close(m.sample_actions(b, noise=x, guide=guide, guide_weights=weights), ref, 'guided sample_actions')
+    beta = torch.tensor(5.0, dtype=torch.float64)  # as serve.GraphedSampler passes it: an input, not a constant
+    assert_close(m.sample_actions(b, noise=x, guide=guide, guide_weights=weights, max_guidance=beta), ref, 'beta tensor')
 
 
 def test_compiled_inference_matches_eager_sample_actions():
@@ -343,14 +345,24 @@ def test_fused_projections_match_separate_ones():
     m, b = make_model(), make_batch()
     x0, _ = noise_time(seed=6)
     ref = m.sample_actions(b, noise=x0)
-    keys, n_params = set(m.state_dict()), sum(p.numel() for p in m.parameters())
+    keys = set(m.state_dict())
+    m.requires_grad_(False)  # as served
     M.fuse_projections(m)
-    assert m.layers[0].expert.self_attn.fused is not None and m.layers[0].vlm.mlp.fused is not None
-    assert set(m.state_dict()) == keys and sum(p.numel() for p in m.parameters()) == n_params
+    a = m.layers[0].expert.self_attn
+    assert a.k_proj.weight.untyped_storage().data_ptr() == a.fused.untyped_storage().data_ptr(), 'no copy: views'
+    assert set(m.state_dict()) == keys and M.fused_intact(m)
     assert_close(m.sample_actions(b, noise=x0), ref, 'fused projections vs separate')
     other = make_model(seed=1)
     m.load_state_dict(other.state_dict())
     assert_close(m.sample_actions(b, noise=x0), other.sample_actions(b, noise=x0), 'fused after loading new weights')
+    assert not M.fused_intact(m.double()), 'a dtype change unties the fused tensors'
+    # a parameter that trains takes the separate projections: its gradient reaches it
+    t = make_model()
+    M.fuse_projections(t)
+    n, tm = noise_time()
+    _, grads = loss_and_grads(t, b, n, tm)
+    assert grads['layers.0.expert.self_attn.q_proj.weight'].abs().sum() > 0
+    assert grads['layers.0.vlm.mlp.up_proj.weight'].abs().sum() > 0
     # compiled as serving compiles it: still one graph per step kind, no recompiles for the layers' fused tensors
     from torch._dynamo.utils import counters
     cfg = replace(CFG, depth=6)
@@ -359,7 +371,7 @@ def test_fused_projections_match_separate_ones():
     ref = m.sample_actions(b, noise=x0)
     torch._dynamo.reset()
     counters.clear()
-    M.compile_inference(M.fuse_projections(m), backend='aot_eager')
+    M.compile_inference(M.fuse_projections(m.requires_grad_(False)), backend='aot_eager')
     assert_close(m.sample_actions(b, noise=x0), ref, 'compiled fused inference vs eager')
     assert counters['stats']['unique_graphs'] == 7 and not counters['recompiles'], dict(counters['stats'])
 

@@ -238,6 +238,9 @@ class TestGPU:
         err = ((replay - direct).norm() / direct.norm()).item()
         assert err < 1e-2 and not torch.equal(replay, got), f'guided graph vs direct guided call: {err:.2e}'
         assert not torch.equal(fast(batch, noise, (-guide, weights, 5.0)), replay), 'the guide is an input'
+        assert not torch.equal(fast(batch, noise, (guide, weights / 2, 5.0)), replay), 'so are the weights'
+        assert not torch.equal(fast(batch, noise, (guide, weights, 1.0)), replay), 'and the guidance clip'
+        assert torch.equal(fast(batch, noise, (guide, weights, 5.0)), replay) and len(fast.graphs) == 2
         fused = serve.GraphedSampler(pol.model, compile=False, fuse=True)  # q/k/v and gate/up as one GEMM each
         err = ((fused(batch, noise) - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'fused projections + graph vs eager: relative error {err:.2e}'
