@@ -388,7 +388,18 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         q = lambda p: statistics.quantiles(ms, n=100)[p - 1] if len(ms) > 1 else ms[0]
         return statistics.median(ms), q(90), q(99)
 
-    def rtc_row(label, b, noise, sampler=None):
+    def row(label, call, B, n):
+        """Time `call` (its first run, compilation and capture included, apart) and add its table row."""
+        t0 = time.perf_counter()
+        call()
+        sync()
+        setup = time.perf_counter() - t0
+        p50, p90, p99 = timed(call, n)
+        rows.append(f'| {label} | {B} | {p50:.1f} | {p90:.1f} | {p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
+        print(rows[-1], flush=True)
+        return call
+
+    def rtc_call(b, noise, sampler=None):
         """Real-time chunking (a request with prev_chunk): autograd through the layers for the guidance's
         vector-Jacobian product, as serve.Policy runs it (outside the CUDA graph), or replayed by `sampler`;
         half the horizon overlaps, delay 2."""
@@ -396,29 +407,18 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         guide = torch.randn(noise.shape, device=device)
         weights = M.rtc_weights(H, H // 2, min(2, H // 2)).to(device)[None, :, None].expand_as(noise).contiguous()
         if sampler is None:
-            call = lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
-        else:
-            call = lambda: sampler(b, noise, (guide, weights, 5.0))
-        t0 = time.perf_counter()
-        call()
-        sync()
-        setup = time.perf_counter() - t0
-        p50, p90, p99 = timed(call, max(3, infer_calls // 5))
-        rows.append(f'| {label}, real-time chunking (guided) | {len(noise)} | {p50:.1f} | {p90:.1f} | '
-                    f'{p99:.1f} | {len(noise) * 1e3 / p50:.1f} | {setup:.0f} |')
-        print(rows[-1], flush=True)
-        return call
+            return lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
+        return lambda: sampler(b, noise, (guide, weights, 5.0))
 
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
+    rtc_n = max(3, infer_calls // 5)
     with torch.no_grad():
         b, noise = inputs(1)
-        for _ in range(3):
+        for _ in range(2):
             model.sample_actions(b, noise=noise)
-        p50, p90, p99 = timed(lambda: model.sample_actions(b, noise=noise), infer_calls)
-        rows.append(f'| `Pi05.sample_actions`, eager, sdpa | 1 | {p50:.1f} | {p90:.1f} | {p99:.1f} | {1e3 / p50:.1f} | 0 |')
-        print(rows[-1], flush=True)
+        row('`Pi05.sample_actions`, eager, sdpa', lambda: model.sample_actions(b, noise=noise), 1, infer_calls)
         if device != 'cuda':
-            rtc_row('eager, no CUDA graph', b, noise)
+            row('eager, no CUDA graph, real-time chunking (guided)', rtc_call(b, noise), 1, rtc_n)
             return rows
         for fused in (False, True):  # separate projections, then q/k/v and gate/up fused (model.fuse_projections)
             if fused:
@@ -427,14 +427,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             name = 'fused projections' if fused else 'separate projections'
             for B in batch_sizes:
                 b, noise = inputs(B)
-                t0 = time.perf_counter()
-                sampler(b, noise)
-                sync()
-                setup = time.perf_counter() - t0
-                p50, p90, p99 = timed(lambda: sampler(b, noise), infer_calls if B == 1 else max(10, infer_calls // B))
-                rows.append(f'| compiled layers + CUDA graph (`serve.GraphedSampler`), {name} | {B} | {p50:.1f} | '
-                            f'{p90:.1f} | {p99:.1f} | {B * 1e3 / p50:.1f} | {setup:.0f} |')
-                print(rows[-1], flush=True)
+                row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(b, noise), B,
+                    infer_calls if B == 1 else max(10, infer_calls // B))
                 if B == batch_sizes[0]:
                     first = b, noise
             ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
@@ -443,8 +437,11 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                   f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
             if not fused:  # real-time chunking as serve.Policy runs it (no graph), and replayed from a graph
-                direct = rtc_row('compiled layers, no CUDA graph (as serve.Policy)', *first)
-                replay = rtc_row('compiled layers + CUDA graph', *first, sampler=sampler)
+                B = len(first[1])
+                direct = row('compiled layers, no CUDA graph (as serve.Policy), real-time chunking (guided)',
+                             rtc_call(*first), B, rtc_n)
+                replay = row('compiled layers + CUDA graph, real-time chunking (guided)',
+                             rtc_call(*first, sampler=sampler), B, rtc_n)
                 err = ((replay() - direct()).norm() / direct().norm()).item()
                 print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
     return rows

@@ -322,8 +322,10 @@ def test_step_conditions_equal_per_step_conditions():
     assert_close(m.sample_actions(b, noise=x, guide=guide, guide_weights=weights, max_guidance=beta), ref, 'beta tensor')
 
 
-def test_compiled_inference_matches_eager_sample_actions():
-    """model.compile_inference (what serve.GraphedSampler runs): the same actions, shared graphs, no breaks."""
+@pytest.mark.parametrize('fuse', [False, True])
+def test_compiled_inference_matches_eager_sample_actions(fuse):
+    """model.compile_inference (what serve.GraphedSampler runs), also over fused projections (the layers' fused
+    tensors are inputs, not constants): the same actions, shared graphs, no breaks, no recompiles."""
     from torch._dynamo.utils import counters
     import torch._dynamo
     cfg = replace(CFG, depth=6)
@@ -332,16 +334,18 @@ def test_compiled_inference_matches_eager_sample_actions():
     ref = m.sample_actions(b, noise=x0)
     torch._dynamo.reset()
     counters.clear()
+    if fuse:
+        M.fuse_projections(m.requires_grad_(False))
     M.compile_inference(m, backend='aot_eager')
-    assert_close(m.sample_actions(b, noise=x0), ref, 'compiled inference vs eager sample_actions')
+    assert_close(m.sample_actions(b, noise=x0), ref, f'compiled inference vs eager sample_actions (fused {fuse})')
     graphs = counters['stats']['unique_graphs']
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
 def test_fused_projections_match_separate_ones():
     """fuse_projections (serving): q/k/v and gate/up as one GEMM each give the same actions, add no parameters or
-    state-dict keys, and stay tied to the parameters (loading new weights changes the fused GEMMs too)."""
-    import torch._dynamo
+    state-dict keys, and stay tied to the parameters (loading new weights changes the fused GEMMs too); compiled:
+    test_compiled_inference_matches_eager_sample_actions."""
     m, b = make_model(), make_batch()
     x0, _ = noise_time(seed=6)
     ref = m.sample_actions(b, noise=x0)
@@ -363,17 +367,6 @@ def test_fused_projections_match_separate_ones():
     _, grads = loss_and_grads(t, b, n, tm)
     assert grads['layers.0.expert.self_attn.q_proj.weight'].abs().sum() > 0
     assert grads['layers.0.vlm.mlp.up_proj.weight'].abs().sum() > 0
-    # compiled as serving compiles it: still one graph per step kind, no recompiles for the layers' fused tensors
-    from torch._dynamo.utils import counters
-    cfg = replace(CFG, depth=6)
-    m, b = make_model(cfg), make_batch(cfg)
-    x0, _ = noise_time(cfg, seed=4)
-    ref = m.sample_actions(b, noise=x0)
-    torch._dynamo.reset()
-    counters.clear()
-    M.compile_inference(M.fuse_projections(m.requires_grad_(False)), backend='aot_eager')
-    assert_close(m.sample_actions(b, noise=x0), ref, 'compiled fused inference vs eager')
-    assert counters['stats']['unique_graphs'] == 7 and not counters['recompiles'], dict(counters['stats'])
 
 
 def test_compiled_inference_serves_many_shapes():
