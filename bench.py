@@ -300,7 +300,7 @@ def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, 
     pi05 widths with depth-4 streams and SigLIP, through train.py's train_step: Pearson correlation and mean
     relative error of the two curves, a CSV always and a PNG when matplotlib is installed."""
     import numpy as np
-    base = dict(named['default'][1], recompute='none', fp8_keep_list='', augment=False, learning_rate=lr, decay_lr=lr,
+    base = dict(named['default'][1], recompute='none', fp8_keep_list='', augment='none', learning_rate=lr, decay_lr=lr,
                 warmup_iters=20, grad_clip=1.0)
     change = {'fp8': dict(fp8=True), 'fp32': dict(dtype='float32')}[variant]
     cfg = replace(M.configs[model_name], depth=depth, vit_depth=vit_depth)

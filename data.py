@@ -169,12 +169,15 @@ def resize_with_pad(img, size):
     canvas.paste(small, ((size - nw) // 2, (size - nh) // 2))
     return np.asarray(canvas)
 
-def sample_augment_params(n, n_cams, generator=None, device="cpu"):
+def sample_augment_params(n, n_cams, generator=None, device="cpu", kind="openpi"):
     """independent augmentation parameters per example and camera, each (n, n_cams[, 2]).
     draw them for the whole global batch from one seeded generator and index by sample_id, so every
-    data-parallel layout sees the same augmentation."""
+    data-parallel layout sees the same augmentation. kind: 'openpi' (crop, rotation, colour) or 'shift' (the random
+    shift of DrQ, Kostrikov et al. 2020: each image moved by up to SHIFT of its side, edges repeated, nothing else)."""
     gdev = generator.device if generator is not None else "cpu"
     u = lambda *shape: torch.rand(*shape, generator=generator, device=gdev)
+    if kind == "shift":
+        return {"shift": u(n, n_cams, 2).to(device)}  # fraction of the 2 x pad range, rounded to pixels at use
     p = {
         "crop_frac": torch.full((n, n_cams), 0.95, device=gdev),  # openpi models/model.py: RandomCrop(0.95 W, 0.95 H)
         "crop_xy": u(n, n_cams, 2),                  # crop offset as a fraction of the free margin
@@ -185,8 +188,23 @@ def sample_augment_params(n, n_cams, generator=None, device="cpu"):
     }
     return {k: v.to(device) for k, v in p.items()}
 
+SHIFT = 1 / 32  # the largest shift of 'shift' augmentation, as a fraction of the image side (4 px at 128)
+
+def shift_images(x, shift):
+    """x float (B, N, C, S, S); shift (B, N, 2) in [0, 1): each image padded by pad = max(1, S * SHIFT) pixels with
+    its edge pixels repeated and cropped back to S at the offset round(shift * 2 pad), i.e. moved by -pad..pad."""
+    B, N, C, S, _ = x.shape
+    pad = max(1, round(S * SHIFT))
+    xp = F.pad(x.reshape(B * N, C, S, S), (pad, pad, pad, pad), mode="replicate")
+    off = torch.round(shift.reshape(B * N, 2) * 2 * pad).long()  # (dx, dy)
+    ar = torch.arange(S, device=x.device)
+    rows, cols = off[:, 1, None] + ar, off[:, 0, None] + ar                            # (BN, S) each
+    out = xp[torch.arange(B * N, device=x.device)[:, None, None], :, rows[:, :, None], cols[:, None, :]]
+    return out.permute(0, 3, 1, 2).reshape(B, N, C, S, S)                             # (BN, S, S, C) -> images
+
 def augment_images(images, wrist, params):
-    """training augmentation of openpi (models/model.py preprocess_observation, augmax), batched.
+    """training augmentation of openpi (models/model.py preprocess_observation, augmax), batched; or, when params
+    come from sample_augment_params(kind='shift'), the random shift alone on every camera (shift_images).
     images: uint8 (B, N, 3, S, S) or float in [-1, 1]; wrist: N bools; params from sample_augment_params,
     already sliced to these B examples. returns float32 in [-1, 1].
     non-wrist cameras: crop crop_frac of the side -> resize back to S -> rotate, fused into one bilinear affine
@@ -194,6 +212,8 @@ def augment_images(images, wrist, params):
     always applied and no hue jitter. augmax's ColorJitter would apply it with p=0.5 and also jitter hue (0.1) in
     HSV space; we drop both to keep the op simple and identical to the PyTorch reference."""
     x = images.float() / 255.0 if images.dtype == torch.uint8 else (images.float() + 1.0) / 2.0
+    if "shift" in params:
+        return shift_images(x, params["shift"]) * 2.0 - 1.0
     B, N, C, S, _ = x.shape
     geo = [i for i in range(N) if not wrist[i]]
     if geo:

@@ -585,6 +585,31 @@ def test_augment_shapes_range_and_per_example_params():
     p2 = data.sample_augment_params(6, 2, generator=torch.Generator().manual_seed(0))
     assert all(torch.equal(p[k], p2[k]) for k in p), "seeded generator must reproduce the params"
 
+def test_shift_augment_moves_each_image_by_its_own_offset():
+    """'shift': every camera (wrist too) moved by its own whole-pixel offset in -pad..pad with the edge repeated,
+    nothing else changed; checked against a per-image numpy reference."""
+    S, pad = 64, 2  # SHIFT = 1/32 of 64 px
+    p = data.sample_augment_params(5, 2, generator=torch.Generator().manual_seed(3), kind="shift")
+    assert set(p) == {"shift"} and p["shift"].shape == (5, 2, 2)
+    p["shift"][0, 0] = torch.tensor([0.5, 0.5])      # no move
+    p["shift"][1, 0] = torch.tensor([0.0, 0.99])     # 2 px right, 2 px up (content), clamped edges
+    img = torch.randint(0, 256, (5, 2, 3, S, S), dtype=torch.uint8)
+    out = data.augment_images(img, [False, True], p)
+    assert out.shape == img.shape and out.dtype == torch.float32
+    x = img.float().numpy() / 255 * 2 - 1
+    moved = 0
+    for b in range(5):
+        for c in range(2):
+            dx, dy = (np.round(p["shift"][b, c].numpy() * 2 * pad).astype(int) - pad).tolist()
+            ys = np.clip(np.arange(S) + dy, 0, S - 1)
+            xs = np.clip(np.arange(S) + dx, 0, S - 1)
+            want = x[b, c][:, ys][:, :, xs]
+            assert np.abs(out[b, c].numpy() - want).max() < 1e-6, (b, c, dx, dy)
+            moved += (dx, dy) != (0, 0)
+    assert np.abs(out[0, 0].numpy() - x[0, 0]).max() < 1e-6
+    assert np.abs(out[1, 0].numpy() - x[1, 0]).mean() > 0.1  # a real move
+    assert moved >= 5, "the offsets must differ per example and camera"
+
 def identity(n, cams):
     return {"crop_frac": torch.ones(n, cams), "crop_xy": torch.zeros(n, cams, 2), "angle": torch.zeros(n, cams),
             "brightness": torch.ones(n, cams), "contrast": torch.ones(n, cams), "saturation": torch.ones(n, cams)}

@@ -251,7 +251,7 @@ def test_every_linear_gemm_maps_to_a_module():
     assert rows['layers.0.vlm.mlp.gate_proj'] == 2 * (2 * m.cfg.patches + 16), rows['layers.0.vlm.mlp.gate_proj']
     assert rows['action_in.time_mlp_in'] == 2 and 'layers.2.vlm.mlp.gate_proj' not in rows, rows
     sig, groups = fp8.gemm_groups(m, rows)
-    conf = dict(train.default_config(), model_name='tiny', augment=False)
+    conf = dict(train.default_config(), model_name='tiny', augment='none')
     opt = train.make_optimizer(m, conf)
     _, prof = bench.profiled(lambda: train.train_step(m, m, opt, [batch], conf, 1e-5, torch.Generator(), [False, True]),
                              'cpu', record_shapes=True)

@@ -142,9 +142,10 @@ def test_every_config_file_parses():
 
 
 def test_choice_keys_refuse_unknown_values():
-    for key, bad in (('compile_mode', 'max-autotune'), ('attn', 'flash'), ('dtype', 'fp16')):
+    for key, bad in (('compile_mode', 'max-autotune'), ('attn', 'flash'), ('dtype', 'fp16'), ('augment', 'crop')):
         with pytest.raises(ValueError, match=f"{key}='{bad}': expected one of"):
             train.check_config(dict(train.default_config(), **{key: bad}))
+    train.check_config(dict(train.default_config(), augment='shift'))
 
 
 def test_lr_schedule_matches_openpi_pi05_libero():
@@ -531,7 +532,7 @@ def test_fused_adamw_matches_foreach_adamw_with_clip():
     the same weights after two clipped steps."""
     torch.manual_seed(0)
     conf = dict(train.default_config(), model_name='tiny', action_horizon=5, max_token_len=24, attn='eager',
-                compile=False, recompute='none', dtype='float32', grad_clip=0.05, augment=False, micro_batch=2)
+                compile=False, recompute='none', dtype='float32', grad_clip=0.05, augment='none', micro_batch=2)
     g = torch.Generator().manual_seed(0)
     cfg = M.configs['tiny']
     batch = dict(images=torch.randint(0, 256, (2, 2, 3, 28, 28), dtype=torch.uint8, generator=g),
@@ -609,7 +610,7 @@ def test_bench_trace_summary_counts_kinds_and_idle():
 
 def tiny_step_setup(B=8, clip=1.0):
     conf = dict(train.default_config(), model_name='tiny', action_horizon=5, max_token_len=24, attn='eager',
-                compile=False, recompute='none', dtype='float32', grad_clip=clip, augment=False, micro_batch=B)
+                compile=False, recompute='none', dtype='float32', grad_clip=clip, augment='none', micro_batch=B)
     g = torch.Generator().manual_seed(0)
     cfg = M.configs['tiny']
     batch = dict(images=torch.randint(0, 256, (B, 2, 3, 28, 28), dtype=torch.uint8, generator=g),

@@ -58,7 +58,8 @@ synthetic_objects = 3           # objects per synthetic scene: 3 (the instructio
 val_fraction = 0.05             # share of episodes held out for validation
 prompt_format = 'pi05'          # 'pi05' (task + discretized state) | 'pi0' (task only: openpi's pi05_libero)
 prompt_bucket = 32              # prompt padding cut to a multiple of this many slots; 0: keep max_token_len
-augment = True                  # openpi's training augmentation (crop, rotate, colour jitter) on the device
+augment = 'openpi'              # training augmentation on the device: 'openpi' (crop, rotate, colour jitter), 'shift'
+                                # (images moved by up to 1/32 of their side, DrQ's random shift) or 'none'
 # model: shapes come from model.configs[model_name]; a value here overrides that field
 model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
@@ -127,7 +128,7 @@ def check_config(conf):
     for key, allowed in (('attn', ('flex', 'sdpa', 'eager')), ('dtype', ('auto', 'bfloat16', 'float32')),
                          ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0')),
                          ('model_name', tuple(M.configs)),
-                         ('compile_mode', ('default', 'reduce-overhead'))):
+                         ('compile_mode', ('default', 'reduce-overhead')), ('augment', ('openpi', 'shift', 'none'))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
     patch = M.configs[conf['model_name']].patch
@@ -244,7 +245,7 @@ def draw_randomness(gen, G, cfg, n_cams, augment):
     """Noise (G, H, A), flow time (G,) and augmentation parameters (G, n_cams) for a whole global batch of G."""
     noise = torch.randn(G, cfg.action_horizon, cfg.action_dim, generator=gen, device=gen.device)
     t = M.sample_time(G, gen, gen.device)
-    aug = data.sample_augment_params(G, n_cams, generator=gen, device=gen.device) if augment else None
+    aug = None if augment == 'none' else data.sample_augment_params(G, n_cams, generator=gen, device=gen.device, kind=augment)
     return noise, t, aug
 
 
