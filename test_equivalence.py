@@ -755,7 +755,7 @@ class TestGPU:
             with torch.no_grad(), torch.compiler.set_stance('force_eager'):
                 got = m(b, n, t)
                 x = m.sample_actions(b, noise=n)
-            ref, _ = self.setup('sdpa')
+            ref = self.setup('sdpa')[0]
             ref.load_state_dict(m.state_dict())
             with torch.no_grad():
                 assert_close(got, ref(b, n, t), 'eager evaluation of a graphed model', rtol=1e-4)
