@@ -423,7 +423,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         for fused in (False, True):  # separate projections, then q/k/v and gate/up fused (model.fuse_projections)
             if fused:
                 M.fuse_projections(model)
-            sampler = serve.GraphedSampler(model, compile=not fused)  # compile_inference once; new graphs
+            sampler = serve.GraphedSampler(model, compile=not fused, fuse=False)  # compile_inference once; new graphs
             name = 'fused projections' if fused else 'separate projections'
             for B in batch_sizes:
                 b, noise = inputs(B)

@@ -222,9 +222,9 @@ class TestGPU:
         batch = pol.prepare([frame_obs(trained[1], f) for f in (0, 1)])
         noise = torch.randn(2, pol.cfg.action_horizon, 32, device='cuda')
         ref = pol.model.sample_actions(batch, noise=noise)
-        plain = serve.GraphedSampler(pol.model, compile=False)
+        plain = serve.GraphedSampler(pol.model, compile=False, fuse=False)
         assert torch.equal(plain(batch, noise), ref), 'replaying the eager kernels must give identical actions'
-        fast = serve.GraphedSampler(pol.model)  # compiled layers: fused kernels, bf16 rounding differs
+        fast = serve.GraphedSampler(pol.model, fuse=False)  # compiled layers: fused kernels, bf16 rounding differs
         got = fast(batch, noise)
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'
@@ -244,6 +244,20 @@ class TestGPU:
         fused = serve.GraphedSampler(pol.model, compile=False, fuse=True)  # q/k/v and gate/up as one GEMM each
         err = ((fused(batch, noise) - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'fused projections + graph vs eager: relative error {err:.2e}'
+
+    def test_policy_serves_real_time_chunking_from_its_graph(self, trained):
+        """serve.Policy(fast=True) answers a request with prev_chunk from the guided CUDA graph: the same actions as
+        the eager policy's guided call to bf16 rounding, and not the plain reply."""
+        obs = frame_obs(trained[1], 0)
+        eager, fast = serve.Policy(trained[0], 'cuda', noise_seed=0), serve.Policy(trained[0], 'cuda', fast=True, noise_seed=0)
+        plain = fast.infer(obs)['actions']
+        prev = plain[:4] + 0.05
+        req = dict(obs, prev_chunk=prev, delay=2)
+        want, got = eager.infer(req)['actions'], fast.infer(req)['actions']
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err < 2e-2, f'graphed guided reply vs eager guided reply: relative error {err:.2e}'
+        assert not np.allclose(got, plain), 'the guidance must change the reply'
+        assert len(fast.sampler.graphs) == 2, 'one plain and one guided graph'
 
 
 def test_float_and_chw_frames_are_read_like_uint8_hwc(trained):
