@@ -51,7 +51,8 @@ image_size = 0             # synthetic / metaworld: rendered camera side; 0: the
 workers = 1                # metaworld: processes running tasks' episodes against the one server
 baseline = ''              # metaworld, instead of a policy: 'random' (uniform actions, the floor) | 'expert' (the
                            # scripted expert with the full simulator state, the ceiling)
-seed = 1000                # synthetic: episode e is scene (seed, e)
+seed = -1                  # first evaluation seed; -1: synthetic 1000 (episode e is scene (seed, e)), metaworld
+                           # sim.EVAL_SEED, libero 7 (openpi's); --seed=0 on metaworld runs the demonstrations' seeds
 strip = 4                  # synthetic: episodes drawn in episodes.png (metaworld: every task's first
                            # episode, 10 tasks per tasks_<k>.png); 0: none
 suite = 'libero_spatial'   # libero: libero_spatial | libero_object | libero_goal | libero_10 | libero_90
@@ -233,7 +234,7 @@ def axis_angle(quat):
     return np.zeros(3) if s < 1e-9 else np.array([x, y, z]) * 2.0 * math.acos(w) / s
 
 
-def run_libero(infer, keys, suite_name, trials, replan):
+def run_libero(infer, keys, suite_name, trials, replan, seed=7):
     """LIBERO through the same client path, as openpi's LIBERO client does it: 256 px renders rotated 180 degrees
     and resized with padding to 224, state = end-effector position, axis-angle and gripper joints (8), 10 waiting
     steps with the dummy action, re-planning every `replan` actions. Not run by this repository's tests."""
@@ -321,13 +322,14 @@ if __name__ == '__main__':
           f"action dim {meta['action_dim']}, keys {keys} | writing {out_dir}")
     t0 = time.perf_counter()
     if env == 'libero':
-        rows = run_libero(client.infer, keys, suite, trials or 50, replan)
+        rows = run_libero(client.infer, keys, suite, trials or 50, replan, 7 if seed < 0 else seed)
     elif env == 'metaworld':
         rows = run_metaworld(address, task_names, trials or 10, replan, max_steps or sim.MAX_STEPS, size, workers,
-                             api_key or None, baseline=baseline)
+                             api_key or None, seed=sim.EVAL_SEED if seed < 0 else seed, baseline=baseline)
     else:
         n_obj = objects or (meta.get('sim') or {}).get('objects', 3)
-        rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, seed, n_obj, delay, rtc)
+        rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, 1000 if seed < 0 else seed,
+                             n_obj, delay, rtc)
     if client is not None:
         client.close()
     if local is not None:

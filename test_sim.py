@@ -107,6 +107,28 @@ def test_metaworld_seeds_reproduce_and_differ():
     assert not np.array_equal(a[36:39], c[36:39]), 'another seed must move the goal'
 
 
+def test_eval_cli_metaworld_seeds(tmp_path):
+    """eval.py --env=metaworld runs seeds from sim.EVAL_SEED by default and from --seed when given (--seed=0: the
+    demonstrations' seeds), here with the random baseline for 2 steps."""
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    import csv
+    import runpy
+    import sys
+    root = os.path.dirname(os.path.abspath(__file__))
+    seeds = {}
+    for name, extra in (('default', []), ('demo', ['--seed=0'])):
+        argv, sys.argv = sys.argv, ['eval.py', '--env=metaworld', '--tasks=reach-v3', '--baseline=random', '--trials=2',
+                                    '--max_steps=2', '--image_size=16', '--strip=0', f'--out_dir={tmp_path / name}'] + extra
+        try:
+            runpy.run_path(os.path.join(root, 'eval.py'), run_name='__main__')
+        finally:
+            sys.argv = argv
+        with open(tmp_path / name / 'episodes.csv') as f:
+            seeds[name] = [int(r['seed']) for r in csv.DictReader(f)]
+    assert seeds == {'default': [sim.EVAL_SEED, sim.EVAL_SEED + 1], 'demo': [0, 1]}, seeds
+
+
 def test_metaworld_task_lists():
     assert len(sim.MT50) == 50 and len(sim.MT10) == 10 and set(sim.MT10) <= set(sim.MT50)
     groups = [sim.difficulty(t) for t in sim.MT50]
