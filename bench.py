@@ -362,9 +362,10 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
-    its compile + capture time, with separate and then fused projections (model.fuse_projections); with separate
-    projections also a real-time-chunking (guided) call at the first batch size, as serve.Policy runs it (no graph)
-    and replayed from a graph. Returns markdown rows."""
+    its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default)
+    and fused with FlexAttention in the denoising steps (denoise_attn='flex'); a real-time-chunking (guided) call at
+    the first batch size with separate projections without and with the graph, and with fused ones as serve.Policy
+    replays it. Returns markdown rows."""
     import serve
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
@@ -420,30 +421,46 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         if device != 'cuda':
             row('eager, no CUDA graph, real-time chunking (guided)', rtc_call(b, noise), 1, rtc_n)
             return rows
-        for fused in (False, True):  # separate projections, then q/k/v and gate/up fused (model.fuse_projections)
-            if fused:
+        # separate projections, then q/k/v and gate/up fused (model.fuse_projections), then also FlexAttention in
+        # the denoising steps (flex decoding when compiled)
+        outs = []  # each variant's replay at the last batch size
+        for name in ('separate projections', 'fused projections', 'fused projections, flex denoising attention'):
+            fused = name != 'separate projections'
+            if name == 'fused projections':
                 M.fuse_projections(model)
-            sampler = serve.GraphedSampler(model, compile=not fused, fuse=False)  # compile_inference once; new graphs
-            name = 'fused projections' if fused else 'separate projections'
-            for B in batch_sizes:
-                b, noise = inputs(B)
-                row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(b, noise), B,
-                    infer_calls if B == 1 else max(10, infer_calls // B))
-                if B == batch_sizes[0]:
-                    first = b, noise
+            sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
+                                           denoise_attn='flex' if 'flex' in name else None)
+            try:
+                for B in batch_sizes:
+                    b, noise = inputs(B)
+                    row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(b, noise), B,
+                        infer_calls if B == 1 else max(10, infer_calls // B))
+                    if B == batch_sizes[0]:
+                        first = b, noise
+            except Exception as err:  # not yet run on a GPU: report and go on
+                if 'flex' not in name:
+                    raise
+                print(f'{name}: failed: {type(err).__name__}: {str(err)[:500]}', flush=True)
+                break
             ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
             got, again = sampler(b, noise).float(), sampler(b, noise).float()
             print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
                   f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
+            if outs:
+                err = ((got - outs[0]).norm() / outs[0].norm()).item()
+                print(f'{name} vs separate projections, batch {B}: relative difference {err:.2e}', flush=True)
+            outs.append(got)
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
-            if not fused:  # real-time chunking as serve.Policy runs it (no graph), and replayed from a graph
-                B = len(first[1])
-                direct = row('compiled layers, no CUDA graph (as serve.Policy), real-time chunking (guided)',
-                             rtc_call(*first), B, rtc_n)
+            B = len(first[1])
+            if not fused:  # real-time chunking with the compiled layers and no graph, and replayed from a graph
+                direct = row('compiled layers, no CUDA graph, real-time chunking (guided)', rtc_call(*first), B, rtc_n)
                 replay = row('compiled layers + CUDA graph, real-time chunking (guided)',
                              rtc_call(*first, sampler=sampler), B, rtc_n)
                 err = ((replay() - direct()).norm() / direct().norm()).item()
                 print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
+            elif 'flex' not in name:  # as serve.Policy serves a guided request
+                row('fused projections + CUDA graph, real-time chunking (guided; serve.py)',
+                    rtc_call(*first, sampler=sampler), B, rtc_n)
     return rows
 
 

@@ -406,6 +406,10 @@ class Pi05(nn.Module):
         super().__init__()
         self.cfg, self.attn, self.compute_dtype = cfg, attn, compute_dtype
         self.skip_unused, self.batched_vision = skip_unused, batched_vision
+        # the plain (unguided) denoising steps' attention, 50 action queries over the cached prefix: None follows
+        # attn_impl; 'flex' runs FlexAttention, whose compiled form for short queries splits the keys over the GPU
+        # (flex decoding) where cuDNN's kernel gives each head one block (serve.GraphedSampler(denoise_attn=...))
+        self.denoise_attn = None
         self.vision = Siglip(cfg)
         self.projector = Linear(cfg.vit_width, cfg.width)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
@@ -554,7 +558,7 @@ class Pi05(nn.Module):
         2506.07339): every step is steered so that the chunk it predicts matches `guide` where the weights are
         positive (rtc_weights), through a vector-Jacobian product of the velocity; max_guidance is the paper's clip
         beta (a number, or a 0-dim float64 tensor: an input of a CUDA graph). guide None: plain sampling (all-zero weights or max_guidance 0 give the same numbers)."""
-        cache = self.prefix_cache(batch)
+        cache = self.prefix_cache(batch, self.denoise_attn if guide is None else None)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)
@@ -599,9 +603,9 @@ class Pi05(nn.Module):
         return v.detach() - c[:, None, None] * g
 
     @torch.no_grad()
-    def prefix_cache(self, batch):
+    def prefix_cache(self, batch, denoise_attn=None):
         """Prefix-only pass: per layer the post-RoPE K and V of the prefix (the last layer's prefix output, which no
-        action token reads, is not computed)."""
+        action token reads, is not computed). denoise_attn: the denoising steps' attention, else attn_impl's."""
         self.check_batch(batch)
         xp, valid = self.embed_prefix(batch)
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
@@ -614,7 +618,7 @@ class Pi05(nn.Module):
         # what every denoising step shares: suffix positions follow the valid prefix; the action queries' mask
         B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
-        impl = self.attn_impl(actions_only=True, inference=True)
+        impl = denoise_attn or self.attn_impl(actions_only=True, inference=True)
         mask = self.attn_mask(torch.cat([valid, valid.new_ones(B, H)], 1), Lp, impl, q_start=Lp)
         return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
 
