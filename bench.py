@@ -402,10 +402,11 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
 
     def rtc_call(b, noise, sampler=None):
         """Real-time chunking (a request with prev_chunk): autograd through the layers for the guidance's
-        vector-Jacobian product, as serve.Policy runs it (outside the CUDA graph), or replayed by `sampler`;
+        vector-Jacobian product, with the compiled layers and no CUDA graph, or replayed by `sampler` (serve.py);
         half the horizon overlaps, delay 2."""
         H = cfg.action_horizon
-        guide = torch.randn(noise.shape, device=device, generator=torch.Generator(device).manual_seed(1))  # same guide in each call's compare
+        gen = torch.Generator(device).manual_seed(1)  # the same guide for every call compared
+        guide = torch.randn(noise.shape, device=device, generator=gen)
         weights = M.rtc_weights(H, H // 2, min(2, H // 2)).to(device)[None, :, None].expand_as(noise).contiguous()
         if sampler is None:
             return lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)

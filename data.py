@@ -176,8 +176,10 @@ def sample_augment_params(n, n_cams, generator=None, device="cpu", kind="openpi"
     shift of DrQ, Kostrikov et al. 2020: each image moved by up to SHIFT of its side, edges repeated, nothing else)."""
     gdev = generator.device if generator is not None else "cpu"
     u = lambda *shape: torch.rand(*shape, generator=generator, device=gdev)
+    if kind not in ("openpi", "shift"):
+        raise ValueError(f"augmentation kind={kind!r}: expected 'openpi' or 'shift'")
     if kind == "shift":
-        return {"shift": u(n, n_cams, 2).to(device)}  # fraction of the 2 x pad range, rounded to pixels at use
+        return {"shift": u(n, n_cams, 2).to(device)}  # uniform in [0, 1): one of the 2 pad + 1 offsets at use
     p = {
         "crop_frac": torch.full((n, n_cams), 0.95, device=gdev),  # openpi models/model.py: RandomCrop(0.95 W, 0.95 H)
         "crop_xy": u(n, n_cams, 2),                  # crop offset as a fraction of the free margin
@@ -192,11 +194,12 @@ SHIFT = 1 / 32  # the largest shift of 'shift' augmentation, as a fraction of th
 
 def shift_images(x, shift):
     """x float (B, N, C, S, S); shift (B, N, 2) in [0, 1): each image padded by pad = max(1, S * SHIFT) pixels with
-    its edge pixels repeated and cropped back to S at the offset round(shift * 2 pad), i.e. moved by -pad..pad."""
+    its edge pixels repeated and cropped back to S at offset floor(shift * (2 pad + 1)) in x and y, so every move in
+    -pad..pad is equally likely."""
     B, N, C, S, _ = x.shape
     pad = max(1, round(S * SHIFT))
     xp = F.pad(x.reshape(B * N, C, S, S), (pad, pad, pad, pad), mode="replicate")
-    off = torch.round(shift.reshape(B * N, 2) * 2 * pad).long()  # (dx, dy)
+    off = torch.floor(shift.to(x.device).reshape(B * N, 2) * (2 * pad + 1)).long().clamp(max=2 * pad)  # (dx, dy)
     ar = torch.arange(S, device=x.device)
     rows, cols = off[:, 1, None] + ar, off[:, 0, None] + ar                            # (BN, S) each
     out = xp[torch.arange(B * N, device=x.device)[:, None, None], :, rows[:, :, None], cols[:, None, :]]

@@ -11,9 +11,9 @@ and the success rate over seeded episodes. The simulators are in sim.py.
     python eval.py --env=libero --suite=libero_spatial --server=127.0.0.1:8000   # LIBERO (hf-libero + MuJoCo)
 
 synthetic: episode e starts from sim.Scene.random(np.random.default_rng([seed, e])), scenes the training data (one
-generator seeded 0) does not hold. metaworld: episode k of each task resets with seed sim.EVAL_SEED + k (the
-demonstrations use seeds from sim.DEMO_SEED), ends at the first success or after 400 steps (LeRobot's protocol),
-one process per task with `workers` > 1. Writes out_dir/episodes.csv (one row per episode), for Meta-World also
+generator seeded 0) does not hold. metaworld: episode k of each task resets with seed --seed + k (default
+sim.EVAL_SEED; the demonstrations use seeds from sim.DEMO_SEED), ends at the first success or after 400 steps
+(LeRobot's protocol), one process per task with `workers` > 1. Writes out_dir/episodes.csv (one row per episode), for Meta-World also
 tasks.md (success per task and difficulty group), and strips of the first episodes as PNG.
 """
 import csv
@@ -51,8 +51,10 @@ image_size = 0             # synthetic / metaworld: rendered camera side; 0: the
 workers = 1                # metaworld: processes running tasks' episodes against the one server
 baseline = ''              # metaworld, instead of a policy: 'random' (uniform actions, the floor) | 'expert' (the
                            # scripted expert with the full simulator state, the ceiling)
-seed = -1                  # first evaluation seed; -1: synthetic 1000 (episode e is scene (seed, e)), metaworld
-                           # sim.EVAL_SEED, libero 7 (openpi's); --seed=0 on metaworld runs the demonstrations' seeds
+seed = -1                  # episode seeds; < 0: each env's default. synthetic: episode e is scene (seed, e), default
+                           # 1000; metaworld: episode k resets with seed + k, default sim.EVAL_SEED (--seed=0: the
+                           # demonstrations' seeds, but one whose expert try failed is not in the data); libero:
+                           # env.seed, default 7 (openpi's)
 strip = 4                  # synthetic: episodes drawn in episodes.png (metaworld: every task's first
                            # episode, 10 tasks per tasks_<k>.png); 0: none
 suite = 'libero_spatial'   # libero: libero_spatial | libero_object | libero_goal | libero_10 | libero_90

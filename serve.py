@@ -20,7 +20,7 @@ the checkpoint's prompt format and tokenizer) and unnormalises the actions; ever
 directory (checkpoint.py: policy.json, norm_stats.json, tokenizer.model), so a checkpoint copied alone serves, and a
 run directory (--ckpt=out/demo) serves its newest good checkpoint.
 On a GPU, `GraphedSampler` compiles the inference layers and replays all of sample_actions (prefix pass and the
-10 denoising steps) as one CUDA graph per input shape.
+10 denoising steps) as one CUDA graph per input shape, and one more per shape for real-time-chunking requests.
 """
 import hmac
 import os

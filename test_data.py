@@ -600,7 +600,8 @@ def test_shift_augment_moves_each_image_by_its_own_offset():
     moved = 0
     for b in range(5):
         for c in range(2):
-            dx, dy = (np.round(p["shift"][b, c].numpy() * 2 * pad).astype(int) - pad).tolist()
+            off = np.minimum(np.floor(p["shift"][b, c].numpy() * (2 * pad + 1)), 2 * pad)  # uniform over 2 pad + 1
+            dx, dy = (off.astype(int) - pad).tolist()
             ys = np.clip(np.arange(S) + dy, 0, S - 1)
             xs = np.clip(np.arange(S) + dx, 0, S - 1)
             want = x[b, c][:, ys][:, :, xs]

@@ -374,6 +374,9 @@ def test_fused_projections_match_separate_ones():
     m, b = make_model(), make_batch()
     x0, _ = noise_time(seed=6)
     ref = m.sample_actions(b, noise=x0)
+    guide = torch.randn(x0.shape, generator=torch.Generator().manual_seed(3))
+    weights = M.rtc_weights(x0.shape[1], 4, 2)[None, :, None].expand_as(x0)
+    ref_guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights)
     keys = set(m.state_dict())
     m.requires_grad_(False)  # as served
     M.fuse_projections(m)
@@ -381,6 +384,8 @@ def test_fused_projections_match_separate_ones():
     assert a.k_proj.weight.untyped_storage().data_ptr() == a.fused.untyped_storage().data_ptr(), 'no copy: views'
     assert set(m.state_dict()) == keys and M.fused_intact(m)
     assert_close(m.sample_actions(b, noise=x0), ref, 'fused projections vs separate')
+    # real-time chunking as serve.py serves it: the guidance's autograd pass through the fused GEMMs
+    assert_close(m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights), ref_guided, 'fused, guided')
     other = make_model(seed=1)
     m.load_state_dict(other.state_dict())
     assert_close(m.sample_actions(b, noise=x0), other.sample_actions(b, noise=x0), 'fused after loading new weights')
@@ -432,7 +437,7 @@ def test_flow_time_is_beta_1_5_1():
     g = torch.Generator().manual_seed(0)
     n = 200_000
     draws = {'sample_time': M.sample_time(n, g),
-             'draw_randomness': train.draw_randomness(g, n, CFG, 0, False)[1]}
+             'draw_randomness': train.draw_randomness(g, n, CFG, 0, 'none')[1]}
     for name, t in draws.items():
         x = ((t.double() - 0.001) / 0.999).sort().values
         ks = float(((torch.arange(1, n + 1, dtype=torch.float64) / n) - x.clamp(0, 1) ** 1.5).abs().max())

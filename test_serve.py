@@ -249,7 +249,8 @@ class TestGPU:
         """serve.Policy(fast=True) answers a request with prev_chunk from the guided CUDA graph: the same actions as
         the eager policy's guided call to bf16 rounding, and not the plain reply."""
         obs = frame_obs(trained[1], 0)
-        eager, fast = serve.Policy(trained[0], 'cuda', noise_seed=0), serve.Policy(trained[0], 'cuda', fast=True, noise_seed=0)
+        eager = serve.Policy(trained[0], 'cuda', noise_seed=0)
+        fast = serve.Policy(trained[0], 'cuda', fast=True, noise_seed=0)
         plain = fast.infer(obs)['actions']
         prev = plain[:4] + 0.05
         req = dict(obs, prev_chunk=prev, delay=2)

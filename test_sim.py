@@ -118,8 +118,9 @@ def test_eval_cli_metaworld_seeds(tmp_path):
     root = os.path.dirname(os.path.abspath(__file__))
     seeds = {}
     for name, extra in (('default', []), ('demo', ['--seed=0'])):
-        argv, sys.argv = sys.argv, ['eval.py', '--env=metaworld', '--tasks=reach-v3', '--baseline=random', '--trials=2',
-                                    '--max_steps=2', '--image_size=16', '--strip=0', f'--out_dir={tmp_path / name}'] + extra
+        argv, sys.argv = sys.argv, ['eval.py', '--env=metaworld', '--tasks=reach-v3', '--baseline=random',
+                                    '--trials=2', '--max_steps=2', '--image_size=16', '--strip=0',
+                                    f'--out_dir={tmp_path / name}'] + extra
         try:
             runpy.run_path(os.path.join(root, 'eval.py'), run_name='__main__')
         finally:

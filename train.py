@@ -125,6 +125,9 @@ def check_config(conf):
     unknown = sorted(set(conf) - set(_DEFAULTS))
     if unknown:
         raise KeyError(f"unknown config keys {unknown}; train.py knows {sorted(_DEFAULTS)}")
+    if isinstance(conf['augment'], bool):  # a bool until 2026-12-01
+        raise ValueError(f"augment={conf['augment']!r}: augment is a choice now: "
+                         f"augment={'openpi' if conf['augment'] else 'none'!r} does what {conf['augment']} did")
     for key, allowed in (('attn', ('flex', 'sdpa', 'eager')), ('dtype', ('auto', 'bfloat16', 'float32')),
                          ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0')),
                          ('model_name', tuple(M.configs)),
@@ -245,7 +248,8 @@ def draw_randomness(gen, G, cfg, n_cams, augment):
     """Noise (G, H, A), flow time (G,) and augmentation parameters (G, n_cams) for a whole global batch of G."""
     noise = torch.randn(G, cfg.action_horizon, cfg.action_dim, generator=gen, device=gen.device)
     t = M.sample_time(G, gen, gen.device)
-    aug = None if augment == 'none' else data.sample_augment_params(G, n_cams, generator=gen, device=gen.device, kind=augment)
+    aug = None if augment == 'none' else data.sample_augment_params(G, n_cams, generator=gen, device=gen.device,
+                                                                    kind=augment)
     return noise, t, aug
 
 
@@ -337,7 +341,7 @@ def evaluate(raw, loader, conf, device, n_iters):
     n = 0
     for i in range(n_iters):
         gen = step_generator(conf['seed'], i, device, stream=1)
-        noise, t, _ = draw_randomness(gen, loader.global_batch, raw.cfg, 0, False)
+        noise, t, _ = draw_randomness(gen, loader.global_batch, raw.cfg, 0, 'none')
         x1 = torch.randn(noise.shape, generator=gen, device=device)  # sampling starts from this noise
         for mb in loader.get(i):  # get() leaves the loader's position alone
             mb = to_device(mb, device)
