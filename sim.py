@@ -322,20 +322,28 @@ def _png(img):
 
 def _record_task(job):
     """one worker: `episodes` successful expert episodes of one task (seeds DEMO_SEED + k, failures skipped) written
-    as data/chunk-000/file-<index>.parquet. Returns (task, episode rows without global indices, tries)."""
+    as data/chunk-000/file-<index>.parquet. With action_noise > 0 the robot executes the expert's action plus
+    Gaussian noise of that std on dx, dy, dz (seeded by the episode's seed) while the dataset records the expert's own
+    action, so the data shows how the expert recovers from states a clean run never visits (DART, Laskey et al.
+    2017). Returns (task, episode rows without global indices, tries)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     task, index, episodes, size, out = job["task"], job["index"], job["episodes"], job["size"], job["out"]
+    noise = job.get("action_noise", 0.0)
     sim = MetaWorld(task, size)
     kept, tries, seed = [], 0, DEMO_SEED
     while len(kept) < episodes and tries < 3 * episodes:
         sim.reset(seed)
+        rng = np.random.default_rng([seed, 1])
         frames, states, actions = [], [], []
         for _ in range(MAX_STEPS):
             frames.append(sim.images())
             states.append(sim.state())
             actions.append(sim.expert_action())
-            if sim.step(actions[-1]):
+            executed = actions[-1].copy()
+            if noise > 0:
+                executed[:3] += rng.normal(0.0, noise, 3).astype(np.float32)
+            if sim.step(executed):
                 break
         if sim.success:
             kept.append((seed, np.stack(frames), np.stack(states), np.stack(actions)))
@@ -361,17 +369,19 @@ def _record_task(job):
     rows = [dict(seed=seed, length=len(frames)) for seed, frames, _, _ in kept]
     return task, index, rows, tries
 
-def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None):
+def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0):
     """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
     meta/info.json, meta/tasks.parquet, meta/episodes/), `episodes` successful episodes per task from seeds
     DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended at the first success or after
-    MAX_STEPS steps. One process per task. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
+    MAX_STEPS steps; action_noise: see _record_task (0: the expert's clean runs, as LeRobot's Meta-World dataset).
+    One process per task. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
     import multiprocessing as mp
     import pyarrow as pa
     import pyarrow.parquet as pq
     names = metaworld_tasks(tasks) if isinstance(tasks, str) else list(tasks)
     os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
-    jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out) for i, t in enumerate(names)]
+    jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out, action_noise=action_noise)
+            for i, t in enumerate(names)]
     workers = min(len(jobs), workers or os.cpu_count())
     results = {}
     bar = tqdm(total=len(jobs), desc="expert demonstrations", unit="task")
@@ -408,7 +418,8 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None):
     pq.write_table(pa.table({"task_index": list(range(len(names))), "task": [INSTRUCTIONS[t] for t in names]}),
                    os.path.join(out, "meta", "tasks.parquet"))
     image = {"dtype": "image", "shape": [size, size, 3], "names": ["height", "width", "channel"]}
-    info = {"codebase_version": "v3.0", "robot_type": "sawyer", "fps": FPS, "total_episodes": episode,
+    info = {"codebase_version": "v3.0", "robot_type": "sawyer", "fps": FPS, "action_noise": action_noise,
+            "total_episodes": episode,
             "total_frames": start, "total_tasks": len(names), "chunks_size": 1000,
             "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
             "features": {"observation.images.image": image, "observation.images.wrist_image": image,
@@ -441,6 +452,8 @@ def main(argv):
     m.add_argument("--episodes", type=int, default=50, help="successful episodes per task")
     m.add_argument("--size", type=int, default=128, help="rendered image side")
     m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU, at most one per task)")
+    m.add_argument("--action_noise", type=float, default=0.0,
+                   help="std of Gaussian noise added to the executed dx, dy, dz while the expert's action is recorded")
     args = p.parse_args(argv)
     t0 = time.time()
     if args.env == "synthetic":
@@ -449,7 +462,7 @@ def main(argv):
     else:
         os.environ.setdefault("MUJOCO_GL", default_gl())
         try:
-            info = write_metaworld(args.out, args.tasks, args.episodes, args.size, args.workers)
+            info = write_metaworld(args.out, args.tasks, args.episodes, args.size, args.workers, args.action_noise)
         except ValueError as err:
             raise SystemExit(f"sim.py: {err}")
         print(f"wrote {args.out}: {info['total_episodes']} episodes, {info['total_frames']} frames, "

@@ -89,6 +89,36 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     assert lines[-1].startswith('| **average (2 tasks)** | | **100.0%**'), lines
 
 
+def test_metaworld_action_noise_records_the_experts_action(tmp_path):
+    """--action_noise: the robot runs the expert's action plus noise, the dataset holds the expert's action at every
+    visited state (re-simulated here with the same noise), and the visited states leave the clean run's path."""
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    import pyarrow.parquet as pq
+    src = str(tmp_path / 'noisy')
+    info = sim.write_metaworld(src, ['reach-v3'], episodes=1, size=16, workers=1, action_noise=0.3)
+    assert info['action_noise'] == 0.3
+    table = pq.read_table(os.path.join(src, 'data', 'chunk-000', 'file-000.parquet'))
+    actions, states = np.stack(table.column('action').to_pylist()), np.stack(table.column('observation.state').to_pylist())
+    env = sim.MetaWorld('reach-v3', 16)
+    try:
+        env.reset(sim.DEMO_SEED)
+        clean = [env.state()]
+        for _ in range(len(actions)):
+            env.step(env.expert_action())
+            clean.append(env.state())
+        env.reset(sim.DEMO_SEED)
+        rng = np.random.default_rng([sim.DEMO_SEED, 1])
+        for t in range(len(actions)):
+            np.testing.assert_allclose(env.state(), states[t], atol=1e-6)
+            np.testing.assert_allclose(env.expert_action(), actions[t], atol=1e-6)
+            env.step(actions[t] + np.r_[rng.normal(0.0, 0.3, 3), 0.0].astype(np.float32))
+        assert env.success, 'the noisy run recorded must end in success'
+    finally:
+        env.close()
+    assert np.abs(np.stack(clean[:len(states)]) - states).max() > 0.01, 'the noise must move the robot off the clean path'
+
+
 def test_metaworld_seeds_reproduce_and_differ():
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
     pytest.importorskip('metaworld')
