@@ -424,33 +424,36 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             return rows
         # separate projections, then q/k/v and gate/up fused (model.fuse_projections), then also FlexAttention in
         # the denoising steps (flex decoding when compiled)
-        outs = []  # each variant's replay at the last batch size
+        same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
+        first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
+        outs = {}  # each variant's replay at the last batch size
         for name in ('separate projections', 'fused projections', 'fused projections, flex denoising attention'):
             fused = name != 'separate projections'
             if name == 'fused projections':
                 M.fuse_projections(model)
+            attn = 'flex' if 'flex' in name else None
             sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
-                                           denoise_attn='flex' if 'flex' in name else None)
+                                           denoise_attn=attn)
             try:
                 for B in batch_sizes:
-                    b, noise = inputs(B)
-                    row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(b, noise), B,
-                        infer_calls if B == 1 else max(10, infer_calls // B))
-                    if B == batch_sizes[0]:
-                        first = b, noise
+                    row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}',
+                        lambda: sampler(*same[B]), B, infer_calls if B == 1 else max(10, infer_calls // B))
             except Exception as err:  # not yet run on a GPU: report and go on
-                if 'flex' not in name:
+                if attn is None:
                     raise
+                rows.append(f'| compiled layers + CUDA graph, {name}: failed ({type(err).__name__}) | | | | | | |')
                 print(f'{name}: failed: {type(err).__name__}: {str(err)[:500]}', flush=True)
                 break
-            ref = model.sample_actions(b, noise=noise).float()  # the compiled layers without the graph
-            got, again = sampler(b, noise).float(), sampler(b, noise).float()
+            B = batch_sizes[-1]
+            ref = model.sample_actions(*last, denoise_attn=attn).float()  # the compiled layers without the graph
+            got, again = sampler(*last).float(), sampler(*last).float()
             print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
                   f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-            if outs:
-                err = ((got - outs[0]).norm() / outs[0].norm()).item()
-                print(f'{name} vs separate projections, batch {B}: relative difference {err:.2e}', flush=True)
-            outs.append(got)
+            base = 'fused projections' if attn else 'separate projections'  # one change at a time
+            if base in outs:
+                err = ((got - outs[base]).norm() / outs[base].norm()).item()
+                print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
+            outs[name] = got
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
             B = len(first[1])
             if not fused:  # real-time chunking with the compiled layers and no graph, and replayed from a graph

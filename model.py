@@ -406,10 +406,6 @@ class Pi05(nn.Module):
         super().__init__()
         self.cfg, self.attn, self.compute_dtype = cfg, attn, compute_dtype
         self.skip_unused, self.batched_vision = skip_unused, batched_vision
-        # the plain (unguided) denoising steps' attention, 50 action queries over the cached prefix: None follows
-        # attn_impl; 'flex' runs FlexAttention, whose compiled form for short queries splits the keys over the GPU
-        # (flex decoding) where cuDNN's kernel gives each head one block (serve.GraphedSampler(denoise_attn=...))
-        self.denoise_attn = None
         self.vision = Siglip(cfg)
         self.projector = Linear(cfg.vit_width, cfg.width)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.width)
@@ -466,8 +462,10 @@ class Pi05(nn.Module):
     # 0..depth-2 of the training forward, and the last one when skip_unused=False). Where only the H action tokens
     # are queries it runs sdpa with a dense (B, 1, H, T) mask: in the last training layer (skip_unused), because
     # compiled flex_attention found no kernel configuration for 50 queries at head dim 256 on the H200 while sdpa
-    # handles that shape directly and its mask is small; and at inference (prefix pass and denoising steps), which
-    # runs uncompiled, where a BlockMask would only add its construction.
+    # handles that shape directly and its mask is small; and at inference (prefix pass and denoising steps), unless
+    # sample_actions is given denoise_attn='flex' for the denoising steps. Flex decoding packs a K/V head's query
+    # heads into its row blocks (50 actions x 8 heads -> 512 rows), so that mask's query blocks are made at least
+    # that tall (flex_mask.block_mask's q_block).
 
     def attn_impl(self, actions_only=False, inference=False):
         if self.attn == 'flex' and (actions_only or inference):
@@ -475,6 +473,9 @@ class Pi05(nn.Module):
         return self.attn
 
     def attn_mask(self, valid, prefix_len, impl, q_start=0):
+        if impl == 'flex' and q_start:  # the action rows alone (decoding): rows packed per K/V head
+            rows = (valid.shape[1] - q_start) * (self.cfg.heads // self.cfg.kv_heads)
+            return flex_mask.block_mask(valid, prefix_len, q_start, q_block=max(128, 1 << (rows - 1).bit_length()))
         if impl == 'flex':
             return flex_mask.block_mask(valid, prefix_len, q_start)
         dtype = torch.float32 if impl == 'eager' else self.compute_dtype  # sdpa wants the query dtype
@@ -551,14 +552,19 @@ class Pi05(nn.Module):
 
     @torch.no_grad()
     def sample_actions(self, batch, noise=None, num_steps=10, generator=None, guide=None, guide_weights=None,
-                       max_guidance=5.0):
+                       max_guidance=5.0, denoise_attn=None):
         """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once, and what
         each step needs from its time alone too (step_conditions).
         guide (B, H, A) with guide_weights (B, H, A): real-time chunking (Black, Galliker, Levine 2025, arXiv
         2506.07339): every step is steered so that the chunk it predicts matches `guide` where the weights are
         positive (rtc_weights), through a vector-Jacobian product of the velocity; max_guidance is the paper's clip
-        beta (a number, or a 0-dim float64 tensor: an input of a CUDA graph). guide None: plain sampling (all-zero weights or max_guidance 0 give the same numbers)."""
-        cache = self.prefix_cache(batch, self.denoise_attn if guide is None else None)
+        beta (a number, or a 0-dim float64 tensor: an input of a CUDA graph). guide None: plain sampling (all-zero
+        weights or max_guidance 0 give the same numbers).
+        denoise_attn: the plain denoising steps' attention, 50 action queries over the cached prefix; None follows
+        attn_impl; 'flex' runs FlexAttention, whose compiled form for short queries (flex decoding) splits the keys
+        over the GPU where cuDNN's kernel gives each head one block. Guided calls keep attn_impl's (no flex
+        backward for these shapes)."""
+        cache = self.prefix_cache(batch, denoise_attn if guide is None else None)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)

@@ -117,7 +117,7 @@ class GraphedSampler:
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn=None):
         self.model, self.num_steps, self.graphs = model, num_steps, {}
-        model.denoise_attn = denoise_attn  # 'flex': flex decoding in the plain denoising steps (not yet measured)
+        self.denoise_attn = denoise_attn  # 'flex': flex decoding in the plain denoising steps (not yet measured)
         if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections): pi05 batch 1 27.9 -> 25.6 ms on an H200
             M.fuse_projections(model)
         if compile:
@@ -133,7 +133,8 @@ class GraphedSampler:
         if guided is not None:  # real-time chunking: the guidance's autograd pass is captured too, beta an input
             kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(),
                       max_guidance=torch.tensor(float(guided[2]), dtype=torch.float64, device=noise.device))
-        run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps, **kw)
+        run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
+                                                denoise_attn=self.denoise_attn, **kw)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up (compilation, cuBLAS handles) outside the capture

@@ -325,7 +325,7 @@ def _record_task(job):
     as data/chunk-000/file-<index>.parquet. With action_noise > 0 the robot executes the expert's action plus
     Gaussian noise of that std on dx, dy, dz (seeded by the episode's seed) while the dataset records the expert's own
     action, so the data shows how the expert recovers from states a clean run never visits (DART, Laskey et al.
-    2017). Returns (task, episode rows without global indices, tries)."""
+    2017); the executed action is clipped to [-1, 1] like any other. Returns (task, episode rows without global indices, tries)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     task, index, episodes, size, out = job["task"], job["index"], job["episodes"], job["size"], job["out"]
@@ -334,7 +334,7 @@ def _record_task(job):
     kept, tries, seed = [], 0, DEMO_SEED
     while len(kept) < episodes and tries < 3 * episodes:
         sim.reset(seed)
-        rng = np.random.default_rng([seed, 1])
+        rng = np.random.default_rng([seed, index, 1])  # each task and episode its own noise
         frames, states, actions = [], [], []
         for _ in range(MAX_STEPS):
             frames.append(sim.images())
@@ -380,6 +380,8 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
     import pyarrow.parquet as pq
     names = metaworld_tasks(tasks) if isinstance(tasks, str) else list(tasks)
     os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
+    if not action_noise >= 0:
+        raise ValueError(f"action_noise={action_noise}: expected a std >= 0 (0: the expert's clean runs)")
     jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out, action_noise=action_noise)
             for i, t in enumerate(names)]
     workers = min(len(jobs), workers or os.cpu_count())

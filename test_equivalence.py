@@ -342,29 +342,32 @@ def test_compiled_inference_matches_eager_sample_actions(fuse):
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
-def test_flex_denoising_attention_matches_reference():
-    """denoise_attn='flex' (FlexAttention with the BlockMask of the action rows, for the plain denoising steps): the
-    same actions as the reference attention, eager and compiled (the BlockMask an input of the shared graph); a
-    guided call keeps attn_impl's attention (no FlexAttention backward)."""
+def test_flex_denoising_attention_matches_reference(monkeypatch):
+    """sample_actions(denoise_attn='flex') (FlexAttention with the BlockMask of the action rows, query blocks tall
+    enough for the rows flex decoding packs per K/V head) runs FlexAttention in the plain denoising steps and gives the
+    same actions as the reference, eager and compiled (the BlockMask an input of the shared graph); a guided call
+    keeps attn_impl's attention (no FlexAttention backward)."""
     from torch._dynamo.utils import counters
     import torch._dynamo
-    cfg = replace(CFG, depth=3)
+    cfg = replace(CFG, depth=3, heads=4, action_horizon=40)  # 160 query rows per K/V head: a 256-row query block
     m, b = make_model(cfg), make_batch(cfg)
     x0, _ = noise_time(cfg, seed=8)
     ref = m.sample_actions(b, noise=x0)
-    m.denoise_attn = 'flex'
-    assert m.prefix_cache(b, 'flex')['impl'] == 'flex'
-    assert_close(m.sample_actions(b, noise=x0), ref, 'flex denoising attention vs eager, uncompiled')
+    used, attention = [], M.attention
+    monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, impl: used.append(impl) or attention(q, k, v, mask, impl))
+    assert_close(m.sample_actions(b, noise=x0, denoise_attn='flex'), ref, 'flex denoising attention vs eager')
+    assert used.count('flex') == 10 * cfg.depth and set(used) == {'eager', 'flex'}, sorted(set(used))
+    assert m.prefix_cache(b, 'flex')['mask'].BLOCK_SIZE == (256, 128)
     guide = torch.randn(x0.shape, generator=torch.Generator().manual_seed(2))
     weights = M.rtc_weights(cfg.action_horizon, 4, 2)[None, :, None].expand_as(x0)
-    guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights)
-    m.denoise_attn = None
-    assert torch.equal(guided, m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights)), 'guided: reference'
-    m.denoise_attn = 'flex'
+    used.clear()
+    guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn='flex')
+    assert 'flex' not in used and torch.equal(guided, m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights))
+    monkeypatch.undo()
     torch._dynamo.reset()
     counters.clear()
     M.compile_inference(m, backend='aot_eager')
-    assert_close(m.sample_actions(b, noise=x0), ref, 'flex denoising attention vs eager, compiled')
+    assert_close(m.sample_actions(b, noise=x0, denoise_attn='flex'), ref, 'flex denoising attention vs eager, compiled')
     assert not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
 def test_fused_projections_match_separate_ones():

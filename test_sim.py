@@ -108,7 +108,7 @@ def test_metaworld_action_noise_records_the_experts_action(tmp_path):
             env.step(env.expert_action())
             clean.append(env.state())
         env.reset(sim.DEMO_SEED)
-        rng = np.random.default_rng([sim.DEMO_SEED, 1])
+        rng = np.random.default_rng([sim.DEMO_SEED, 0, 1])  # seed, task index, 1
         for t in range(len(actions)):
             np.testing.assert_allclose(env.state(), states[t], atol=1e-6)
             np.testing.assert_allclose(env.expert_action(), actions[t], atol=1e-6)

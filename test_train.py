@@ -146,6 +146,9 @@ def test_choice_keys_refuse_unknown_values():
         with pytest.raises(ValueError, match=f"{key}='{bad}': expected one of"):
             train.check_config(dict(train.default_config(), **{key: bad}))
     train.check_config(dict(train.default_config(), augment='shift'))
+    for old, new in ((True, 'openpi'), ('False', 'none'), ('true', 'openpi')):  # augment was a bool (--augment=False)
+        with pytest.raises(ValueError, match=f"augment='{new}' does what"):
+            train.check_config(dict(train.default_config(), augment=old))
 
 
 def test_lr_schedule_matches_openpi_pi05_libero():

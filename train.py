@@ -125,9 +125,10 @@ def check_config(conf):
     unknown = sorted(set(conf) - set(_DEFAULTS))
     if unknown:
         raise KeyError(f"unknown config keys {unknown}; train.py knows {sorted(_DEFAULTS)}")
-    if isinstance(conf['augment'], bool):  # a bool until 2026-12-01
+    if str(conf['augment']).lower() in ('true', 'false'):  # a bool until 2026-12-01
+        was = str(conf['augment']).lower() == 'true'
         raise ValueError(f"augment={conf['augment']!r}: augment is a choice now: "
-                         f"augment={'openpi' if conf['augment'] else 'none'!r} does what {conf['augment']} did")
+                         f"augment={'openpi' if was else 'none'!r} does what {was} did")
     for key, allowed in (('attn', ('flex', 'sdpa', 'eager')), ('dtype', ('auto', 'bfloat16', 'float32')),
                          ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0')),
                          ('model_name', tuple(M.configs)),
@@ -492,7 +493,10 @@ def stop_if_non_finite(rows, out_dir, log_path, master=True):
 if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
     config = MappingProxyType({k: globals()[k] for k in _DEFAULTS})  # frozen: printed, logged, checkpointed
-    check_config(config)
+    try:
+        check_config(config)
+    except (KeyError, ValueError) as err:  # one line naming the key and the fix, before anything is built
+        raise SystemExit(f'train.py: {err}') from None
     cfg = model_config(config)
 
     # distributed init: torchrun sets RANK, LOCAL_RANK and WORLD_SIZE (also across nodes); without it, one process
