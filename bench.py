@@ -50,6 +50,8 @@ compare = ''               # 'fp8' | 'fp32': loss curves of the default row and 
 compare_steps = 500
 infer = False              # inference: eager sample_actions vs compiled layers + CUDA graph (serve.GraphedSampler)
 fit = False                # for 80, 48 and 24 GB GPUs, the setting memory.plan_fit chooses, run under that memory cap
+fit_top = 1                # with fit: run the first n settings that fit, fastest first by memory.py's speed model
+fit_gpu = ''               # with fit: only the GPU sizes whose name contains this ('80': 80 GB); '': all three
 infer_calls = 100          # timed calls per inference row
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
 tasks_file = os.path.join(HERE, 'assets', 'libero_tasks.tsv')
@@ -488,34 +490,37 @@ FIT_PRECISIONS = [dict(param_dtype='float32'), dict(param_dtype='bfloat16'),  # 
                   dict(param_dtype='float32', lora=True), dict(param_dtype='bfloat16', lora=True)]
 
 
-def fit_table(named, batches, peak, device):
-    """For each GPU size: the precision (default first), micro-batch and recompute memory.plan_fit chooses, run on
-    this GPU capped to that size (torch.cuda.set_per_process_memory_fraction), with predicted and measured peaks."""
+def fit_table(named, batches, peak, device, top=1):
+    """For each GPU size: the precision (default first), micro-batch and recompute memory.plan_fit chooses (with top
+    > 1, the first `top` settings that fit, fastest first by the speed model), run on this GPU capped to that size
+    (torch.cuda.set_per_process_memory_fraction), with predicted and measured peaks and step times."""
     total = torch.cuda.get_device_properties(0).total_memory / memory.GIB
-    lines = ['| GPU | setting | samples/s | predicted peak GiB | measured peak GiB | error |', '|---|---|---|---|---|---|']
+    lines = ['| GPU | setting | samples/s | predicted ms/step | predicted peak GiB | measured peak GiB | error |',
+             '|---|---|---|---|---|---|---|']
     for gpu_name, gib in FIT_GPUS.items():
+        if fit_gpu not in gpu_name:
+            continue
         for precision in FIT_PRECISIONS:
             conf = dict(train.default_config(), model_name=model_name, ema=False, **precision)
-            try:
-                B, accum, rc, plan = memory.plan_fit(conf, train.model_config(conf), gib)
+            found = memory.fit_candidates(conf, train.model_config(conf), gib)
+            if found:
                 break
-            except SystemExit:
-                continue
-        setting = (f"{'LoRA, ' if precision.get('lora') else ''}param_dtype={precision['param_dtype']}, micro_batch {B} "
-                   f"x grad_accum {accum}, recompute={rc!r}")
-        free_memory()
-        torch.cuda.set_per_process_memory_fraction(min(1.0, gib / total))
-        try:
-            r = run_row(f'{gpu_name}: {setting}', dict(named['default'][1], recompute=rc, **precision), batches, peak,
-                        device, grad_accum=accum)
-            measured = f"{r['peak_gib']:.1f} | {100 * (plan['peak'] - r['peak_gib']) / r['peak_gib']:+.1f}%"
-            speed = f"{r['samples_s']:.1f}"
-        except torch.OutOfMemoryError:
-            measured, speed = 'out of memory | ', '-'
-        finally:
-            torch.cuda.set_per_process_memory_fraction(1.0)
-        lines.append(f"| {gpu_name} | {setting} | {speed} | {plan['peak']:.1f} | {measured} |")
-        print(lines[-1], flush=True)
+        for t, B, accum, rc, plan in found[:top]:
+            setting = (f"{'LoRA, ' if precision.get('lora') else ''}param_dtype={precision['param_dtype']}, "
+                       f"micro_batch {B} x grad_accum {accum}, recompute={rc!r}")
+            free_memory()
+            torch.cuda.set_per_process_memory_fraction(min(1.0, gib / total))
+            try:
+                r = run_row(f'{gpu_name}: {setting}', dict(named['default'][1], recompute=rc, **precision), batches,
+                            peak, device, grad_accum=accum)  # micro-batch: the batch of 32 split accum ways
+                measured = f"{r['peak_gib']:.1f} | {100 * (plan['peak'] - r['peak_gib']) / r['peak_gib']:+.1f}%"
+                speed = f"{r['samples_s']:.1f}"
+            except torch.OutOfMemoryError:
+                measured, speed = 'out of memory | ', '-'
+            finally:
+                torch.cuda.set_per_process_memory_fraction(1.0)
+            lines.append(f"| {gpu_name} | {setting} | {speed} | {t:.0f} | {plan['peak']:.1f} | {measured} |")
+            print(lines[-1], flush=True)
     return lines
 
 
@@ -606,7 +611,7 @@ if __name__ == '__main__':
     print(f"{gpu} | torch {torch.__version__} | bf16 matmul {peak:.0f} TFLOP/s | "
           f"prompt lengths {min(lengths)}-{max(lengths)} tokens ({'tokenizer' if tokenizer else 'estimate'})", flush=True)
     if fit:
-        print('\n'.join(fit_table(named, batches, peak, device)))
+        print('\n'.join(fit_table(named, batches, peak, device, fit_top)))
         raise SystemExit
     active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
     if recompute_table:

@@ -99,25 +99,32 @@ def step_ms(cfg, micro_batch, n_micro, recompute, lora=False):
     return n_micro * (micro_batch * per + MS['micro']) + MS['step']
 
 
-def plan_fit(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
-    """The fastest (micro-batch, grad_accum, recompute) whose predicted peak fits gpu_gib - margin_gib (CUDA context,
-    fragmentation), keeping the config's per-process batch micro_batch x grad_accum. Returns (micro_batch,
-    grad_accum, recompute, plan) or raises SystemExit naming what to change."""
+def fit_candidates(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
+    """Every (predicted ms per step, micro-batch, grad_accum, recompute, plan) whose predicted peak fits gpu_gib -
+    margin_gib (CUDA context, fragmentation), keeping the config's per-process batch micro_batch x grad_accum,
+    fastest first by the speed model (bench.py --fit_top=n measures the first n)."""
     per_gpu = conf['micro_batch'] * conf['grad_accum']
-    best, states = None, state_bytes(conf, cfg)
+    found, states = [], state_bytes(conf, cfg)
     for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
         for rc in FIT_RECOMPUTE:
             plan = memory_plan(conf, cfg, B, rc, cameras, prompt_slots, per_gpu // B, states)
-            t = step_ms(cfg, B, per_gpu // B, rc, conf['lora'])
-            if plan['peak'] <= gpu_gib - margin_gib and (best is None or t < best[0]):
-                best = (t, B, rc, plan)
-    if best is None:
-        smallest = memory_plan(conf, cfg, 1, 'full', cameras, prompt_slots, per_gpu, states)['peak']
+            if plan['peak'] <= gpu_gib - margin_gib:
+                found.append((step_ms(cfg, B, per_gpu // B, rc, conf['lora']), B, per_gpu // B, rc, plan))
+    return sorted(found, key=lambda c: c[0])  # stable: equal times keep the larger micro-batch, less recompute
+
+
+def plan_fit(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
+    """The fastest (micro-batch, grad_accum, recompute) of fit_candidates. Returns (micro_batch, grad_accum,
+    recompute, plan) or raises SystemExit naming what to change."""
+    found = fit_candidates(conf, cfg, gpu_gib, cameras, prompt_slots, margin_gib)
+    if not found:
+        per_gpu = conf['micro_batch'] * conf['grad_accum']
+        smallest = memory_plan(conf, cfg, 1, 'full', cameras, prompt_slots, per_gpu, state_bytes(conf, cfg))['peak']
         raise SystemExit(f"train.py: nothing fits {gpu_gib:.1f} GiB with param_dtype={conf['param_dtype']!r}, "
                          f"lora={conf['lora']} (micro-batch 1 with full recompute needs {smallest:.1f} GiB): "
                          f"try param_dtype='bfloat16' or lora=True")
-    _, B, rc, plan = best
-    return B, per_gpu // B, rc, plan
+    _, B, accum, rc, plan = found[0]
+    return B, accum, rc, plan
 
 
 def describe_plan(plan):

@@ -222,6 +222,11 @@ def test_plan_fit_keeps_the_batch_and_the_cap():
     assert B >= 8 and plan['peak'] <= 22.0, (B, rc, plan)
     B, accum, rc, _ = memory.plan_fit(dict(conf, micro_batch=16, grad_accum=4), cfg, 79.0)
     assert B * accum == 64, 'an explicit micro_batch x grad_accum is kept'
+    found = memory.fit_candidates(conf, cfg, 79.0)  # what bench.py --fit_top measures: every fit, fastest first
+    assert len(found) > 3 and [c[0] for c in found] == sorted(c[0] for c in found)
+    assert all(c[4]['peak'] <= 79.0 - 1.5 and c[1] * c[2] == 32 for c in found)
+    assert found[0][1:4] == memory.plan_fit(conf, cfg, 79.0)[:3]
+    assert memory.fit_candidates(conf, cfg, 23.5) == []
 
 
 def test_auto_fit_in_a_run_says_what_it_chose(tiny_data, tmp_path):
