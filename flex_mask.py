@@ -46,11 +46,9 @@ def mask_mod_for(valid, prefix_len, q_start=0):
     return mask_mod
 
 
-def block_mask(valid, prefix_len, q_start=0, block_size=128, q_block=None):
-    """BlockMask built once per batch and shared by all layers; fully masked 128x128 tiles are skipped. q_block: a
-    taller query block (flex decoding wants one that holds all rows it packs from a K/V head's query heads)."""
+def block_mask(valid, prefix_len, q_start=0, block_size=128):
+    """BlockMask built once per batch and shared by all layers; fully masked 128x128 tiles are skipped."""
     from torch.nn.attention.flex_attention import create_block_mask
     B, T = valid.shape
-    size = block_size if q_block is None else (q_block, block_size)
     return create_block_mask(mask_mod_for(valid, prefix_len, q_start), B, None, T - q_start, T,
-                             device=valid.device, BLOCK_SIZE=size)
+                             device=valid.device, BLOCK_SIZE=block_size)

@@ -185,7 +185,10 @@ def attention(q, k, v, mask, impl):
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=Dh ** -0.5, enable_gqa=True)
     elif impl == 'flex':
         from torch.nn.attention.flex_attention import flex_attention
-        o = flex_attention(q, k, v, block_mask=mask, scale=Dh ** -0.5, enable_gqa=True)
+        if Tq < 128 and k.shape[1] != Hq:  # short queries (flex decoding) would pack a K/V head's query heads into one
+            # row block (50 actions x 8 heads: 512 rows of head dim 256); with K/V repeated each head is its own block
+            k, v = k.repeat_interleave(Hq // k.shape[1], 1), v.repeat_interleave(Hq // v.shape[1], 1)
+        o = flex_attention(q, k, v, block_mask=mask, scale=Dh ** -0.5, enable_gqa=k.shape[1] != Hq)
     else:
         raise ValueError(f"unknown attention implementation {impl!r}: use 'eager', 'sdpa' or 'flex'")
     return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
@@ -463,9 +466,8 @@ class Pi05(nn.Module):
     # are queries it runs sdpa with a dense (B, 1, H, T) mask: in the last training layer (skip_unused), because
     # compiled flex_attention found no kernel configuration for 50 queries at head dim 256 on the H200 while sdpa
     # handles that shape directly and its mask is small; and at inference (prefix pass and denoising steps), unless
-    # sample_actions is given denoise_attn='flex' for the denoising steps. Flex decoding packs a K/V head's query
-    # heads into its row blocks (50 actions x 8 heads -> 512 rows), so that mask's query blocks are made at least
-    # that tall (flex_mask.block_mask's q_block).
+    # sample_actions is given denoise_attn='flex' for the denoising steps (attention() then repeats the K/V heads:
+    # flex decoding would pack a K/V head's 8 query heads x 50 actions into one block).
 
     def attn_impl(self, actions_only=False, inference=False):
         if self.attn == 'flex' and (actions_only or inference):
@@ -473,9 +475,6 @@ class Pi05(nn.Module):
         return self.attn
 
     def attn_mask(self, valid, prefix_len, impl, q_start=0):
-        if impl == 'flex' and q_start:  # the action rows alone (decoding): rows packed per K/V head
-            rows = (valid.shape[1] - q_start) * (self.cfg.heads // self.cfg.kv_heads)
-            return flex_mask.block_mask(valid, prefix_len, q_start, q_block=max(128, 1 << (rows - 1).bit_length()))
         if impl == 'flex':
             return flex_mask.block_mask(valid, prefix_len, q_start)
         dtype = torch.float32 if impl == 'eager' else self.compute_dtype  # sdpa wants the query dtype
