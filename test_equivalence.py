@@ -735,6 +735,21 @@ class TestGPU:
         n, t = noise_time(cfg)
         return m, b, n.cuda(), t.cuda()
 
+    def test_flex_denoising_attention_compiles_at_pi05_heads(self):
+        """sample_actions(denoise_attn='flex') compiled by inductor at pi05's head layout (8 query heads per K/V head,
+        head dim 256, 50 actions) in bf16: the same actions as the sdpa path to bf16 rounding."""
+        import torch._dynamo
+        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
+        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
+        torch._dynamo.reset()
+        M.compile_inference(m)
+        ref = m.sample_actions(b, noise=x0).float()
+        got = m.sample_actions(b, noise=x0, denoise_attn='flex').float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f'flex denoising attention vs sdpa, compiled: relative error {err:.2e}'
+
     def test_flex_matches_eager_grads_fp32(self):
         torch.backends.cuda.matmul.allow_tf32 = False
         m, b, n, t = self.setup('eager')
