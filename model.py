@@ -172,13 +172,18 @@ def apply_rope(x, cos, sin):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
 
 
+def repeat_kv(k, v, heads):
+    """K/V (B, Hkv, T, Dh) repeated to `heads` heads: query head i reads K/V head i // (heads / Hkv), as Gemma's
+    repeat_kv and sdpa's enable_gqa."""
+    return k.repeat_interleave(heads // k.shape[1], 1), v.repeat_interleave(heads // v.shape[1], 1)
+
+
 def attention(q, k, v, mask, impl):
     """q (B, Tq, Hq, Dh), k/v (B, Tk, Hkv, Dh) -> (B, Tq, Hq*Dh). mask: additive (B,1,Tq,Tk) or a BlockMask (flex)."""
     B, Tq, Hq, Dh = q.shape
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, Dh)
     if impl == 'eager':  # the reference: repeat_kv, materialised fp32 logits + additive mask, fp32 softmax
-        # query head i reads K/V head i // (Hq / Hkv), as Gemma's repeat_kv and sdpa's enable_gqa
-        k, v = k.repeat_interleave(Hq // k.shape[1], 1), v.repeat_interleave(Hq // v.shape[1], 1)
+        k, v = repeat_kv(k, v, Hq)
         logits = torch.matmul(q.float(), k.float().transpose(-1, -2)) * Dh ** -0.5 + mask
         o = torch.matmul(torch.softmax(logits, dim=-1).to(v.dtype), v)
     elif impl == 'sdpa':
@@ -187,7 +192,7 @@ def attention(q, k, v, mask, impl):
         from torch.nn.attention.flex_attention import flex_attention
         if Tq < 128 and k.shape[1] != Hq:  # short queries (flex decoding) would pack a K/V head's query heads into one
             # row block (50 actions x 8 heads: 512 rows of head dim 256); with K/V repeated each head is its own block
-            k, v = k.repeat_interleave(Hq // k.shape[1], 1), v.repeat_interleave(Hq // v.shape[1], 1)
+            k, v = repeat_kv(k, v, Hq)
         o = flex_attention(q, k, v, block_mask=mask, scale=Dh ** -0.5, enable_gqa=k.shape[1] != Hq)
     else:
         raise ValueError(f"unknown attention implementation {impl!r}: use 'eager', 'sdpa' or 'flex'")

@@ -312,12 +312,9 @@ class Policy:
         noise = torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim, device=self.device, generator=gen)
         if self.sampler is not None:  # CUDA graphs, real-time chunking included (its own graph per shape)
             x = self.sampler(batch, noise, guided)
-        elif guided is not None:
-            guide, weights, beta = guided
-            x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'], guide=guide,
-                                          guide_weights=weights, max_guidance=beta)
         else:
-            x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'])
+            kw = {} if guided is None else dict(zip(('guide', 'guide_weights', 'max_guidance'), guided))
+            x = self.model.sample_actions(batch, noise=noise, num_steps=self.info['sample_steps'], **kw)
         a = self.stats['actions']
         actions = data.unnormalize(x.float().cpu().numpy(), a['q01'], a['q99'])[..., :self.info['action_dim']]
         ms = (time.perf_counter() - t0) * 1e3
