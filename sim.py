@@ -132,12 +132,25 @@ class Scene:
     def success(self):
         return self.closed and self.distance() <= OBJ_R
 
-def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32, objects=3):
+def _render_episodes(job):
+    """one worker of make_synthetic: both cameras of a run of episodes, written into the image memmaps at their frames."""
+    out_dir, S, episodes = job
+    ims = [np.load(os.path.join(out_dir, f"images_{c}.npy"), mmap_mode="r+") for c in range(2)]
+    for s0, objects, grips, closed in episodes:
+        views = render_views(objects, grips, closed, S)
+        ims[0][s0:s0 + len(grips)], ims[1][s0:s0 + len(grips)] = views[:, 0], views[:, 1]
+    for m in ims:
+        m.flush()
+    return len(episodes)
+
+def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=32, objects=3, workers=None):
     """write a small learnable dataset in the prepared format, the expert of Scene recorded for `episodes`
     scenes of `objects` objects (20-37 frames each; the gripper holds closed for HOLD frames at the end). actions (7, LIBERO-like) =
     [10 dx, 10 dy, 0, 0, 0, 0, grip]; state = [x, y, closed]. the right action needs the image (where things
     are) and the instruction (which one). cameras: 'image' (whole table) and 'wrist_image' (zoomed on the
-    gripper). per-episode objects, targets and start positions go to synthetic.json (for oracles and replays)."""
+    gripper). per-episode objects, targets and start positions go to synthetic.json (for oracles and replays).
+    The scenes and the expert's paths are drawn in this process; the rendering, most of the time, runs in `workers`
+    processes (None: one per CPU from 1000 episodes on, else this process alone); the files are the same either way."""
     rng = np.random.default_rng(seed)
     S = image_size
     scenes = [Scene.random(rng, objects) for _ in range(episodes)]
@@ -145,11 +158,11 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
     starts = np.concatenate([[0], np.cumsum(lengths)])
     n_frames = int(starts[-1])
     os.makedirs(out_dir, exist_ok=True)
-    ims = [np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (n_frames, 3, S, S))
-           for c in range(2)]
+    for c in range(2):
+        np.lib.format.open_memmap(os.path.join(out_dir, f"images_{c}.npy"), "w+", np.uint8, (n_frames, 3, S, S)).flush()
     state, actions = np.zeros((n_frames, 3), np.float32), np.zeros((n_frames, 7), np.float32)
     task_index = np.zeros(n_frames, np.int32)
-    info = []
+    info, paths = [], []
     for e, (sc, T) in enumerate(zip(scenes, lengths)):
         s0 = int(starts[e])
         info.append({"objects": [list(o) for o in sc.objects], "target": sc.target, "grip": sc.grip.tolist()})
@@ -159,11 +172,21 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
             actions[s0 + t] = sc.expert_action()
             sc.step(actions[s0 + t])
         task_index[s0:s0 + T] = SYNTHETIC_TASKS.index(sc.task)
-        views = render_views(sc.objects, grips, closed, S)
-        ims[0][s0:s0 + T], ims[1][s0:s0 + T] = views[:, 0], views[:, 1]
-    for m in ims:
-        m.flush()
-    del ims
+        paths.append((s0, sc.objects, grips, closed))
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 32) if episodes >= 1000 else 1
+    per_job = -(-episodes // (4 * workers))
+    jobs = [(out_dir, S, paths[i:i + per_job]) for i in range(0, episodes, per_job)]
+    bar = tqdm(total=episodes, desc="render scenes", unit="episode", disable=episodes < 1000)
+    if workers > 1:
+        import multiprocessing as mp
+        with mp.get_context("spawn").Pool(workers) as pool:  # spawn: the caller may hold CUDA or OpenMP state
+            for n in pool.imap_unordered(_render_episodes, jobs):
+                bar.update(n)
+    else:
+        for job in jobs:
+            bar.update(_render_episodes(job))
+    bar.close()
     with open(os.path.join(out_dir, "synthetic.json"), "w") as f:
         json.dump({"episodes": info, "step": STEP, "action_scale": ACTION_SCALE}, f)
     tok = data.word_tokenizer(SYNTHETIC_TASKS)
