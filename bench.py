@@ -53,6 +53,8 @@ fit = False                # for 80, 48 and 24 GB GPUs, the setting memory.plan_
 fit_top = 1                # with fit: run the first n settings that fit, fastest first by memory.py's speed model
 fit_gpu = ''               # with fit: only the GPU sizes whose name contains this ('80': 80 GB); '': all three
 infer_calls = 100          # timed calls per inference row
+infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
+                           # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
 tasks_file = os.path.join(HERE, 'assets', 'libero_tasks.tsv')
 out_dir = 'bench_out'      # JSON/CSV results and logs
@@ -467,6 +469,20 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             elif 'flex' not in name:  # as serve.Policy serves a guided request
                 row('fused projections + CUDA graph, real-time chunking (guided; serve.py)',
                     rtc_call(*first, sampler=sampler), B, rtc_n)
+        if infer_autotune:  # the same weights built again, compiled with GEMM autotuning
+            del model
+            torch.manual_seed(seed)
+            tuned = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16)
+            tuned.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+            sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs')
+            name = 'fused projections, max-autotune'
+            for B in batch_sizes[:2]:
+                row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(*same[B]), B,
+                    infer_calls if B == 1 else max(10, infer_calls // B))
+            got, base = sampler(*last).float(), outs['fused projections']
+            print(f'{name} vs fused projections, batch {batch_sizes[-1]}: relative difference '
+                  f'{((got - base).norm() / base.norm()).item():.2e}', flush=True)
+            kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
     return rows
 
 

@@ -115,13 +115,13 @@ class GraphedSampler:
     which cuts the kernels per call by about three. The graph reads its inputs from static buffers and writes its
     output to a static buffer, so a call is: copy in, replay, copy out."""
 
-    def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn=None):
+    def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn=None, compile_mode=None):
         self.model, self.num_steps, self.graphs = model, num_steps, {}
         self.denoise_attn = denoise_attn  # 'flex': flex decoding in the plain denoising steps (not yet measured)
         if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections): pi05 batch 1 27.9 -> 25.6 ms on an H200
             M.fuse_projections(model)
-        if compile:
-            M.compile_inference(model)
+        if compile:  # compile_mode: torch.compile's (None: inductor's default; 'max-autotune-no-cudagraphs' tunes GEMMs)
+            M.compile_inference(model, mode=compile_mode)
 
     def capture(self, batch, noise, guided=None):
         static = {k: v.clone() for k, v in batch.items()}

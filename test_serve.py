@@ -245,6 +245,19 @@ class TestGPU:
         err = ((fused(batch, noise) - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'fused projections + graph vs eager: relative error {err:.2e}'
 
+    def test_max_autotune_sampler_matches_eager(self, trained):
+        """GraphedSampler(compile_mode='max-autotune-no-cudagraphs'), bench.py's --infer_autotune row: autotuned
+        GEMMs replayed from the graph give the eager actions to bf16 rounding, and read their inputs anew."""
+        pol = serve.Policy(trained[0], 'cuda', noise_seed=0)
+        batch = pol.prepare([frame_obs(trained[1], 0)])
+        noise = torch.randn(1, pol.cfg.action_horizon, 32, device='cuda')
+        ref = pol.model.sample_actions(batch, noise=noise)
+        tuned = serve.GraphedSampler(pol.model, compile_mode='max-autotune-no-cudagraphs')
+        got = tuned(batch, noise)
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f'max-autotune + graph vs eager: relative error {err:.2e}'
+        assert torch.equal(tuned(batch, noise), got) and not torch.equal(tuned(batch, -noise), got)
+
     def test_policy_serves_real_time_chunking_from_its_graph(self, trained):
         """serve.Policy(fast=True) answers a request with prev_chunk from the guided CUDA graph: the same actions as
         the eager policy's guided call to bf16 rounding, and not the plain reply."""
