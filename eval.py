@@ -359,8 +359,8 @@ if __name__ == '__main__':
         except ImportError:
             print('no matplotlib: no strips')
     if env == 'synthetic':
-        mean = lambda k: float(np.mean(v)) if (v := [r[k] for r in rows if r[k] != '']) else float('nan')
-        print(f"mean action jump at chunk seams {mean('seam_jump'):.4f}, inside chunks {mean('inner_jump'):.4f} "
+        mean = lambda k: f'{np.mean(v):.4f}' if (v := [r[k] for r in rows if r[k] != '']) else 'none (no episode got that far)'
+        print(f"mean action jump at chunk seams {mean('seam_jump')}, inside chunks {mean('inner_jump')} "
               f"(delay {delay}, {'real-time chunking' if rtc else 'no real-time chunking'})")
     rate = np.mean([r['success'] for r in rows])
     print(f"success rate {rate:.1%} ({sum(r['success'] for r in rows)} of {len(rows)} episodes, {env}"
