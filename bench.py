@@ -8,6 +8,7 @@ Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one 
     python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
     python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
     python bench.py --infer=True                      # sample_actions latency (batch 1) and throughput (8, 32)
+    python bench.py --infer=True --infer_autotune=True  # the same and one row with inductor's max-autotune GEMMs
     python bench.py --fit=True                        # what fits 80 / 48 / 24 GB GPUs: setting, speed, peak vs predicted
 
 Every row builds the model and optimizer with train.py's own functions (build_model, wrap_model, make_optimizer)
@@ -369,7 +370,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default)
     and fused with FlexAttention in the denoising steps (denoise_attn='flex'); a real-time-chunking (guided) call at
     the first batch size with separate projections without and with the graph, and with fused ones as serve.Policy
-    replays it. Returns markdown rows."""
+    replays it; with infer_autotune, fused projections compiled with max-autotune at the first two batch sizes.
+    Returns markdown rows."""
     import serve
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
@@ -435,6 +437,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             fused = name != 'separate projections'
             if name == 'fused projections':
                 M.fuse_projections(model)
+                fused_sampler = None  # set below: the autotuned row compares with it
             attn = 'flex' if 'flex' in name else None
             sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
@@ -458,6 +461,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 err = ((got - outs[base]).norm() / outs[base].norm()).item()
                 print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
             outs[name] = got
+            if name == 'fused projections':
+                fused_sampler = sampler
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
             B = len(first[1])
             if not fused:  # real-time chunking with the compiled layers and no graph, and replayed from a graph
@@ -470,7 +475,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 row('fused projections + CUDA graph, real-time chunking (guided; serve.py)',
                     rtc_call(*first, sampler=sampler), B, rtc_n)
         if infer_autotune:  # the same weights built again, compiled with GEMM autotuning
-            del model
+            base = fused_sampler(*first).float()  # the fused row's graph, replayed at the first batch size
+            del model, sampler, fused_sampler, direct, replay  # the first model and its graphs (two would fit, but
+            torch.cuda.empty_cache()                           # smaller GPUs than an H200 need not hold both)
             torch.manual_seed(seed)
             tuned = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16)
             tuned.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
@@ -479,8 +486,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             for B in batch_sizes[:2]:
                 row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(*same[B]), B,
                     infer_calls if B == 1 else max(10, infer_calls // B))
-            got, base = sampler(*last).float(), outs['fused projections']
-            print(f'{name} vs fused projections, batch {batch_sizes[-1]}: relative difference '
+            got = sampler(*first).float()
+            print(f'{name} vs fused projections, batch {batch_sizes[0]}: relative difference '
                   f'{((got - base).norm() / base.norm()).item():.2e}', flush=True)
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
     return rows

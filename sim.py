@@ -150,7 +150,10 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
     are) and the instruction (which one). cameras: 'image' (whole table) and 'wrist_image' (zoomed on the
     gripper). per-episode objects, targets and start positions go to synthetic.json (for oracles and replays).
     The scenes and the expert's paths are drawn in this process; the rendering, most of the time, runs in `workers`
-    processes (None: one per CPU from 1000 episodes on, else this process alone); the files are the same either way."""
+    processes (None: one per usable CPU, at most 32, from 1000 episodes on, else this process alone); the files are
+    the same either way."""
+    if episodes < 1 or (workers is not None and workers < 1):
+        raise ValueError(f"make_synthetic: episodes={episodes}, workers={workers}: expected at least 1 of each")
     rng = np.random.default_rng(seed)
     S = image_size
     scenes = [Scene.random(rng, objects) for _ in range(episodes)]
@@ -174,7 +177,7 @@ def make_synthetic(out_dir, episodes=200, image_size=64, seed=0, max_token_len=3
         task_index[s0:s0 + T] = SYNTHETIC_TASKS.index(sc.task)
         paths.append((s0, sc.objects, grips, closed))
     if workers is None:
-        workers = min(os.cpu_count() or 1, 32) if episodes >= 1000 else 1
+        workers = min(len(os.sched_getaffinity(0)), 32) if episodes >= 1000 else 1
     per_job = -(-episodes // (4 * workers))
     jobs = [(out_dir, S, paths[i:i + per_job]) for i in range(0, episodes, per_job)]
     bar = tqdm(total=episodes, desc="render scenes", unit="episode", disable=episodes < 1000)

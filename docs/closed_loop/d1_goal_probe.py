@@ -1,9 +1,11 @@
 """Can an image encoder trained from scratch find reach-v3's goal (a 2-pixel red ball at 128 px) from N demonstrations?
-A record of session 2026-12-01d (2-core CPU, torch 2.13.0+cpu, MUJOCO_GL=osmesa), run from the repository root:
+A record of session 2026-12-01d (2-core CPU, torch 2.13.0+cpu), run from the repository root with
+`export MUJOCO_GL=osmesa` (a machine without a display):
   python docs/closed_loop/d1_goal_probe.py collect reach-v3 0 400 /tmp/probe/reach_train.npz
   python docs/closed_loop/d1_goal_probe.py collect reach-v3 10000 100 /tmp/probe/reach_eval.npz
-  python docs/closed_loop/d1_goal_probe.py fit /tmp/probe/reach 50,400 1500 --target=goal+state | --target=relative
-      [--encoder=vit --patch=16|8]
+  python docs/closed_loop/d1_goal_probe.py fit /tmp/probe/reach 50,400 1500 --target=goal+state
+  python docs/closed_loop/d1_goal_probe.py fit /tmp/probe/reach 50,400 1500 --target=relative
+  python docs/closed_loop/d1_goal_probe.py fit /tmp/probe/reach 50 1500 --encoder=vit --patch=16   (and 400)
   python docs/closed_loop/d1_goal_probe.py bound reach-v3
 collect: every 4th of the first 40 expert steps of each seed, both cameras at 128 px, the hand state, the goal.
 fit: an encoder + MLP regresses the goal (goal+state: absolute xyz, the hand xyz given as input) or the goal relative
@@ -13,8 +15,10 @@ first frames alone (the hand at its start pose, the goal seen only in the images
 Encoders: cnn (4 convolutions, a spatial soft-argmax per camera: keypoints) or vit (model.Siglip at width 128, depth
 3, pooled by learned queries). Both cameras share the encoder, as they share pi05's vision tower.
 bound: the goal's exact pixel in the table camera (128 px) of 400 training seeds, k nearest pixels' goals averaged
-for 100 evaluation seeds: how well one view can place the goal in 3D at best (the ray's depth is unseen)."""
+for 100 evaluation seeds: how well the ball's exact pixel in one view places the goal in 3D by a nearest-neighbour
+lookup (the depth along the camera ray is not in the pixel)."""
 import dataclasses
+import os
 import sys
 import time
 
@@ -38,6 +42,7 @@ def collect(task, first, count, out):
                 imgs.append(m.images()); states.append(m.state()); goals.append(goal); seeds.append(s)
             if m.step(m.expert_action()):
                 break
+    os.makedirs(os.path.dirname(out) or '.', exist_ok=True)
     np.savez_compressed(out, images=np.stack(imgs), states=np.stack(states), goals=np.stack(goals), seeds=np.array(seeds))
 
 

@@ -7,9 +7,9 @@ import os
 import runpy
 import sys
 
-sys.path.insert(0, os.getcwd())
-import model  # noqa: E402
-
-model.configs['cpu128'] = dataclasses.replace(model.configs['demo'], image_size=128, patch=16, max_token_len=48)
-sys.argv = ['train.py'] + sys.argv[1:]
-runpy.run_path('train.py', run_name='__main__')
+if __name__ == '__main__':  # (worker processes spawned by train.py re-import this file: they must not train)
+    sys.path.insert(0, os.getcwd())
+    import model
+    model.configs['cpu128'] = dataclasses.replace(model.configs['demo'], image_size=128, patch=16, max_token_len=48)
+    sys.argv = ['train.py'] + sys.argv[1:]
+    runpy.run_path('train.py', run_name='__main__')
