@@ -437,7 +437,6 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             fused = name != 'separate projections'
             if name == 'fused projections':
                 M.fuse_projections(model)
-                fused_sampler = None  # set below: the autotuned row compares with it
             attn = 'flex' if 'flex' in name else None
             sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
@@ -461,7 +460,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 err = ((got - outs[base]).norm() / outs[base].norm()).item()
                 print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
             outs[name] = got
-            if name == 'fused projections':
+            if name == 'fused projections':  # the autotuned row compares with its replay
                 fused_sampler = sampler
             kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
             B = len(first[1])
