@@ -305,13 +305,16 @@ class MetaWorld:
         name = "SawyerPegInsertionSideV3Policy" if task == "peg-insert-side-v3" else \
             "Sawyer" + "".join(w.capitalize() for w in task[:-3].split("-")) + "V3Policy"
         self.expert = getattr(policies, name)()
-        self.obs, self.success, self.size = None, False, size
+        self.obs, self.success, self.size, self._mujoco = None, False, size, mujoco
 
     def reset(self, seed):
         # reset(seed=...) alone keeps the previous object positions once _freeze_rand_vec is off: seed the env itself
         self.env._freeze_rand_vec, self.env.seeded_rand_vec = False, True
         self.env.seed(int(seed))
         self.obs, _ = self.env.reset()
+        # reset moves the goal marker (reach, push, pick-place...) after its last forward pass, so the first frame
+        # would show the goal drawn for the previous reset; recompute the scene's positions before anything renders
+        self._mujoco.mj_forward(self.env.model, self.env.data)
         self.success = False
 
     def images(self):
@@ -351,17 +354,19 @@ def _record_task(job):
     as data/chunk-000/file-<index>.parquet. With action_noise > 0 the robot executes the expert's action plus
     Gaussian noise of that std on dx, dy, dz (seeded by the episode's seed) while the dataset records the expert's own
     action, so the data shows how the expert recovers from states a clean run never visits (DART, Laskey et al.
-    2017); the executed action is clipped to [-1, 1] like any other. Returns (task, episode rows without global indices, tries)."""
+    2017); the executed action is clipped to [-1, 1] like any other. With hold_steps > 0 the expert goes on for that
+    many steps after its first success, so the data also show what to do at the goal (a clean run that stops there
+    never shows a state past it). Returns (task, episode rows without global indices, tries)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     task, index, episodes, size, out = job["task"], job["index"], job["episodes"], job["size"], job["out"]
-    noise = job.get("action_noise", 0.0)
+    noise, hold = job.get("action_noise", 0.0), job.get("hold_steps", 0)
     sim = MetaWorld(task, size)
     kept, tries, seed = [], 0, DEMO_SEED
     while len(kept) < episodes and tries < 3 * episodes:
         sim.reset(seed)
         rng = np.random.default_rng([seed, index, 1])  # each task and episode its own noise
-        frames, states, actions = [], [], []
+        frames, states, actions, left = [], [], [], None  # left: steps still to record after the first success
         for _ in range(MAX_STEPS):
             frames.append(sim.images())
             states.append(sim.state())
@@ -369,9 +374,13 @@ def _record_task(job):
             executed = actions[-1].copy()
             if noise > 0:
                 executed[:3] += rng.normal(0.0, noise, 3).astype(np.float32)
-            if sim.step(executed):
-                break
-        if sim.success:
+            if sim.step(executed) and left is None:
+                left = hold
+            if left is not None:
+                if left == 0:
+                    break
+                left -= 1
+        if left is not None:
             kept.append((seed, np.stack(frames), np.stack(states), np.stack(actions)))
         tries, seed = tries + 1, seed + 1
     sim.close()
@@ -395,11 +404,12 @@ def _record_task(job):
     rows = [dict(seed=seed, length=len(frames)) for seed, frames, _, _ in kept]
     return task, index, rows, tries
 
-def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0):
+def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0, hold_steps=0):
     """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
     meta/info.json, meta/tasks.parquet, meta/episodes/), `episodes` successful episodes per task from seeds
     DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended at the first success or after
-    MAX_STEPS steps; action_noise: see _record_task (0: the expert's clean runs, as LeRobot's Meta-World dataset).
+    MAX_STEPS steps; action_noise, hold_steps: see _record_task (0, 0: the expert's clean runs ended at their first
+    success).
     One process per task. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
     import multiprocessing as mp
     import pyarrow as pa
@@ -408,7 +418,9 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
     os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
     if not action_noise >= 0:
         raise ValueError(f"action_noise={action_noise}: expected a std >= 0 (0: the expert's clean runs)")
-    jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out, action_noise=action_noise)
+    if not (isinstance(hold_steps, int) and hold_steps >= 0):
+        raise ValueError(f"hold_steps={hold_steps}: expected a whole number of steps >= 0 (0: end at the first success)")
+    jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out, action_noise=action_noise, hold_steps=hold_steps)
             for i, t in enumerate(names)]
     workers = min(len(jobs), workers or os.cpu_count())
     results = {}
@@ -447,6 +459,7 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
                    os.path.join(out, "meta", "tasks.parquet"))
     image = {"dtype": "image", "shape": [size, size, 3], "names": ["height", "width", "channel"]}
     info = {"codebase_version": "v3.0", "robot_type": "sawyer", "fps": FPS, "action_noise": action_noise,
+            "hold_steps": hold_steps,
             "total_episodes": episode,
             "total_frames": start, "total_tasks": len(names), "chunks_size": 1000,
             "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
@@ -482,6 +495,8 @@ def main(argv):
     m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU, at most one per task)")
     m.add_argument("--action_noise", type=float, default=0.0,
                    help="std of Gaussian noise added to the executed dx, dy, dz while the expert's action is recorded")
+    m.add_argument("--hold_steps", type=int, default=0,
+                   help="steps the expert goes on after its first success (0: the episode ends there)")
     args = p.parse_args(argv)
     t0 = time.time()
     if args.env == "synthetic":
@@ -490,7 +505,8 @@ def main(argv):
     else:
         os.environ.setdefault("MUJOCO_GL", default_gl())
         try:
-            info = write_metaworld(args.out, args.tasks, args.episodes, args.size, args.workers, args.action_noise)
+            info = write_metaworld(args.out, args.tasks, args.episodes, args.size, args.workers, args.action_noise,
+                                   args.hold_steps)
         except ValueError as err:
             raise SystemExit(f"sim.py: {err}")
         print(f"wrote {args.out}: {info['total_episodes']} episodes, {info['total_frames']} frames, "

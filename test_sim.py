@@ -119,6 +119,23 @@ def test_metaworld_action_noise_records_the_experts_action(tmp_path):
     assert np.abs(np.stack(clean[:len(states)]) - states).max() > 0.01, 'the noise must move the robot off the clean path'
 
 
+def test_metaworld_hold_steps_go_on_past_the_first_success(tmp_path):
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    import pyarrow.parquet as pq
+    runs = {}
+    for hold in (0, 5):
+        src = str(tmp_path / f'hold{hold}')
+        assert sim.write_metaworld(src, ['reach-v3'], episodes=1, size=16, workers=1, hold_steps=hold)['hold_steps'] == hold
+        table = pq.read_table(os.path.join(src, 'data', 'chunk-000', 'file-000.parquet'))
+        runs[hold] = np.stack(table.column('observation.state').to_pylist()), np.stack(table.column('action').to_pylist())
+    (s0, a0), (s5, a5) = runs[0], runs[5]
+    assert len(s5) == len(s0) + 5, (len(s0), len(s5))
+    assert np.array_equal(s5[:len(s0)], s0) and np.array_equal(a5[:len(a0)], a0), 'the run up to the success must not change'
+    with pytest.raises(ValueError, match='hold_steps=-1'):
+        sim.write_metaworld(str(tmp_path / 'bad'), ['reach-v3'], episodes=1, size=16, workers=1, hold_steps=-1)
+
+
 def test_metaworld_seeds_reproduce_and_differ():
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
     pytest.importorskip('metaworld')
@@ -135,6 +152,21 @@ def test_metaworld_seeds_reproduce_and_differ():
         env.close()
     assert np.array_equal(a, b), 'the same seed must give the same start'
     assert not np.array_equal(a[36:39], c[36:39]), 'another seed must move the goal'
+
+
+def test_metaworld_first_frame_draws_the_goal_where_it_is():
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    for task in ('reach-v3', 'push-v3'):  # tasks whose goal is a marker placed at reset
+        env = sim.MetaWorld(task, 16)
+        try:
+            for seed in (10_000, 10_001):
+                env.reset(seed)
+                drawn = env.env.data.site_xpos[env.env.model.site('goal').id]
+                assert np.allclose(drawn, env.env._target_pos), f'{task} seed {seed}: goal drawn at {drawn}, ' \
+                    f'but the goal is {env.env._target_pos}'
+        finally:
+            env.close()
 
 
 def test_eval_cli_metaworld_seeds(tmp_path):
