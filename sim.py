@@ -17,6 +17,7 @@ for data, from 10000 for evaluation).
 """
 import json
 import math
+import numbers
 import os
 import sys
 import time
@@ -312,9 +313,12 @@ class MetaWorld:
         self.env._freeze_rand_vec, self.env.seeded_rand_vec = False, True
         self.env.seed(int(seed))
         self.obs, _ = self.env.reset()
-        # reset moves the goal marker (reach, push, pick-place...) after its last forward pass, so the first frame
-        # would show the goal drawn for the previous reset; recompute the scene's positions before anything renders
-        self._mujoco.mj_forward(self.env.model, self.env.data)
+        # Meta-World's reset draws the goal twice (its own reset_model, then gymnasium's) and moves the goal marker
+        # (reach, push, pick-place...) after the last forward pass, so the first frame would show the first draw's
+        # goal: recompute positions and cameras only (mj_kinematics, mj_camlight; unlike mj_forward they leave the
+        # solver's warm start, hence the episode's physics, as they were)
+        self._mujoco.mj_kinematics(self.env.model, self.env.data)
+        self._mujoco.mj_camlight(self.env.model, self.env.data)
         self.success = False
 
     def images(self):
@@ -407,9 +411,9 @@ def _record_task(job):
 def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0, hold_steps=0):
     """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
     meta/info.json, meta/tasks.parquet, meta/episodes/), `episodes` successful episodes per task from seeds
-    DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended at the first success or after
-    MAX_STEPS steps; action_noise, hold_steps: see _record_task (0, 0: the expert's clean runs ended at their first
-    success).
+    DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended hold_steps steps after the first
+    success or after MAX_STEPS steps; action_noise, hold_steps: see _record_task (0, 0: the expert's clean runs ended
+    at their first success).
     One process per task. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
     import multiprocessing as mp
     import pyarrow as pa
@@ -418,7 +422,7 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
     os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
     if not action_noise >= 0:
         raise ValueError(f"action_noise={action_noise}: expected a std >= 0 (0: the expert's clean runs)")
-    if not (isinstance(hold_steps, int) and hold_steps >= 0):
+    if isinstance(hold_steps, bool) or not (isinstance(hold_steps, numbers.Integral) and hold_steps >= 0):
         raise ValueError(f"hold_steps={hold_steps}: expected a whole number of steps >= 0 (0: end at the first success)")
     jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out, action_noise=action_noise, hold_steps=hold_steps)
             for i, t in enumerate(names)]

@@ -5,6 +5,7 @@ OSMesa here: apt-get install libosmesa6).
 
     python -m pytest -q test_sim.py
 """
+import json
 import os
 import threading
 
@@ -119,7 +120,7 @@ def test_metaworld_action_noise_records_the_experts_action(tmp_path):
     assert np.abs(np.stack(clean[:len(states)]) - states).max() > 0.01, 'the noise must move the robot off the clean path'
 
 
-def test_metaworld_hold_steps_go_on_past_the_first_success(tmp_path):
+def test_metaworld_hold_steps_go_on_past_the_first_success(tmp_path, monkeypatch):
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
     pytest.importorskip('metaworld')
     import pyarrow.parquet as pq
@@ -134,6 +135,14 @@ def test_metaworld_hold_steps_go_on_past_the_first_success(tmp_path):
     assert np.array_equal(s5[:len(s0)], s0) and np.array_equal(a5[:len(a0)], a0), 'the run up to the success must not change'
     with pytest.raises(ValueError, match='hold_steps=-1'):
         sim.write_metaworld(str(tmp_path / 'bad'), ['reach-v3'], episodes=1, size=16, workers=1, hold_steps=-1)
+    sim.main(['metaworld', f'--out={tmp_path / "cli"}', '--tasks=reach-v3', '--episodes=1', '--size=16', '--workers=1',
+              '--hold_steps=2'])
+    with open(tmp_path / 'cli' / 'meta' / 'info.json') as f:
+        assert json.load(f)['hold_steps'] == 2 and len(s0) + 2 == pq.read_metadata(
+            str(tmp_path / 'cli' / 'data' / 'chunk-000' / 'file-000.parquet')).num_rows
+    monkeypatch.setattr(sim, 'MAX_STEPS', 3)  # no success within 3 steps: holding on must not keep a failed episode
+    with pytest.raises(ValueError, match='failed all'):
+        sim.write_metaworld(str(tmp_path / 'short'), ['reach-v3'], episodes=1, size=16, workers=1, hold_steps=5)
 
 
 def test_metaworld_seeds_reproduce_and_differ():
@@ -155,16 +164,35 @@ def test_metaworld_seeds_reproduce_and_differ():
 
 
 def test_metaworld_first_frame_draws_the_goal_where_it_is():
+    """reset's frame shows the goal where it is (the same pixels as a fully recomputed scene), and the episode's
+    physics are Meta-World's own: the expert's run from sim's reset equals its run from a bare env.reset()."""
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
     pytest.importorskip('metaworld')
+    import mujoco
     for task in ('reach-v3', 'push-v3'):  # tasks whose goal is a marker placed at reset
-        env = sim.MetaWorld(task, 16)
+        env = sim.MetaWorld(task, 64)
         try:
             for seed in (10_000, 10_001):
                 env.reset(seed)
                 drawn = env.env.data.site_xpos[env.env.model.site('goal').id]
                 assert np.allclose(drawn, env.env._target_pos), f'{task} seed {seed}: goal drawn at {drawn}, ' \
                     f'but the goal is {env.env._target_pos}'
+                first = env.images()
+                mujoco.mj_forward(env.env.model, env.env.data)
+                assert np.array_equal(first, env.images()), f'{task} seed {seed}: the first frame is not the scene'
+            if task == 'push-v3':  # seed 0: an mj_forward at reset would change this run's length (64 -> 65 steps)
+                runs = []
+                for bare in (False, True):
+                    env.reset(0)
+                    if bare:
+                        env.env.seed(0)
+                        env.obs, _ = env.env.reset()
+                    states = [env.state()]
+                    for _ in range(100):
+                        env.step(env.expert_action())
+                        states.append(env.state())
+                    runs.append(np.stack(states))
+                assert np.array_equal(*runs), 'reset must not change the physics of the episode'
         finally:
             env.close()
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# session 2026-12-01e, call 3 (call 2 ran out of time: the GPU tests beside it starved the renderers of CPU):
-# MT10 after the first-frame goal fix. A: the fix alone; B: the fix and MuJoCo's default render quality (shadow map
+# session 2026-12-01e, call 3 (call 2 ran out of time: its demonstration writers took 253 and 322 s):
+# MT10 after the first-frame goal fix (its first form, an mj_forward after reset). A: the fix alone; B: the fix and MuJoCo's default render quality (shadow map
 # 4096, 4x MSAA: a floating goal casts a shadow) patched into a copy of the tree. Each its own pipeline: demonstrations
 # (50 per task), config/metaworld.py (6000 iterations), MT10 evaluation on the evaluation seeds.
 source .gpu/common.sh
