@@ -3,9 +3,10 @@
 # side by side on one core each: (1) e3's 50 clean demonstrations with the prompt that carries no state
 # (--prompt_format=pi0, openpi's pi05_libero prompt: the images alone must say where the hand and the goal are);
 # (2) 200 clean demonstrations with the usual prompt. Raw weights evaluated (the EMA lags at 2000 iterations), 30
-# evaluation seeds each. Outputs: e4_*.
+# evaluation seeds each, then traced (e3_reach_trace.py, 6 seeds). Outputs: e4_*.
 cd "$(dirname "$0")/../.."  # the repository root
 export MUJOCO_GL=osmesa OMP_NUM_THREADS=1
+mkdir -p /tmp/e3  # e3_reach_hold_cpu.sh made /tmp/e3/reach, which run (1) trains on
 train() {  # data, out, extra train.py arguments
   python docs/closed_loop/d2_train_cpu128.py config/metaworld.py --model_name=cpu128 --data_dir=/tmp/e3/$1 \
     --out_dir=/tmp/e3/out_$2 --compile=False --device=cpu --micro_batch=32 --learning_rate=1e-3 --decay_lr=1e-4 \
@@ -18,3 +19,4 @@ train reach reach_nostate --prompt_format=pi0 > /tmp/e3/reach_nostate.txt 2>&1 &
  python prepare.py --src=/tmp/e3/reach200_lerobot --out=/tmp/e3/reach200 --tokenizer=words --image_size=128 --max_token_len=48 --workers=1
  train reach200 reach200) > /tmp/e3/reach200.txt 2>&1 &
 wait
+for r in reach_nostate reach200; do python docs/closed_loop/e3_reach_trace.py /tmp/e3/out_$r 10000 6 > /tmp/e3/trace_$r.txt 2>&1; done
