@@ -19,4 +19,8 @@ train reach reach_nostate --prompt_format=pi0 > /tmp/e3/reach_nostate.txt 2>&1 &
  python prepare.py --src=/tmp/e3/reach200_lerobot --out=/tmp/e3/reach200 --tokenizer=words --image_size=128 --max_token_len=48 --workers=1
  train reach200 reach200) > /tmp/e3/reach200.txt 2>&1 &
 wait
+for r in reach reach200; do  # 30 more evaluation seeds for the 50- and 200-demonstration runs
+  python eval.py --env=metaworld --tasks=reach-v3 --ckpt=/tmp/e3/out_$r --device=cpu --trials=30 --seed=10030 \
+    --weights=model --out_dir=/tmp/e3/eval_${r}_model_b > /tmp/e3/eval_${r}_model_b.txt 2>&1 &
+done; wait
 for r in reach_nostate reach200; do python docs/closed_loop/e3_reach_trace.py /tmp/e3/out_$r 10000 6 > /tmp/e3/trace_$r.txt 2>&1; done
