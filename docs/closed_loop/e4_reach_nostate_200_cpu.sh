@@ -3,10 +3,14 @@
 # side by side on one core each: (1) e3's 50 clean demonstrations with the prompt that carries no state
 # (--prompt_format=pi0, openpi's pi05_libero prompt: the images alone must say where the hand and the goal are);
 # (2) 200 clean demonstrations with the usual prompt. Raw weights evaluated (the EMA lags at 2000 iterations), 30
-# evaluation seeds each, then traced (e3_reach_trace.py, 6 seeds). Outputs: e4_*.
+# evaluation seeds each; then 30 more seeds for (2) and for e3's 50-demonstration run; then traced (e3_reach_trace.py,
+# 6 seeds, EMA weights). Run after e3_reach_hold_cpu.sh: it needs /tmp/e3/reach and /tmp/e3/out_reach.
+# Outputs, copied by hand into docs/closed_loop: out_*/log.txt -> e4_*_train_log.txt; eval_*_model*/episodes.csv ->
+# e4_*_episodes.txt (and e3_reach_end_episodes.txt for e3's run), each block under a comment naming its seeds;
+# trace_*.txt -> e4_reach_trace.txt.
 cd "$(dirname "$0")/../.."  # the repository root
 export MUJOCO_GL=osmesa OMP_NUM_THREADS=1
-mkdir -p /tmp/e3  # e3_reach_hold_cpu.sh made /tmp/e3/reach, which run (1) trains on
+[ -d /tmp/e3/reach ] && [ -d /tmp/e3/out_reach ] || { echo "run e3_reach_hold_cpu.sh first"; exit 1; }
 train() {  # data, out, extra train.py arguments
   python docs/closed_loop/d2_train_cpu128.py config/metaworld.py --model_name=cpu128 --data_dir=/tmp/e3/$1 \
     --out_dir=/tmp/e3/out_$2 --compile=False --device=cpu --micro_batch=32 --learning_rate=1e-3 --decay_lr=1e-4 \
