@@ -306,19 +306,20 @@ class MetaWorld:
         name = "SawyerPegInsertionSideV3Policy" if task == "peg-insert-side-v3" else \
             "Sawyer" + "".join(w.capitalize() for w in task[:-3].split("-")) + "V3Policy"
         self.expert = getattr(policies, name)()
-        self.obs, self.success, self.size, self._mujoco = None, False, size, mujoco
+        self.obs, self.success, self.size = None, False, size
 
     def reset(self, seed):
         # reset(seed=...) alone keeps the previous object positions once _freeze_rand_vec is off: seed the env itself
         self.env._freeze_rand_vec, self.env.seeded_rand_vec = False, True
         self.env.seed(int(seed))
         self.obs, _ = self.env.reset()
+        import mujoco
         # Meta-World's reset draws the goal twice (its own reset_model, then gymnasium's) and moves the goal marker
         # (reach, push, pick-place...) after the last forward pass, so the first frame would show the first draw's
         # goal: recompute positions and cameras only (mj_kinematics, mj_camlight; unlike mj_forward they leave the
         # solver's warm start, hence the episode's physics, as they were)
-        self._mujoco.mj_kinematics(self.env.model, self.env.data)
-        self._mujoco.mj_camlight(self.env.model, self.env.data)
+        mujoco.mj_kinematics(self.env.model, self.env.data)
+        mujoco.mj_camlight(self.env.model, self.env.data)
         self.success = False
 
     def images(self):
