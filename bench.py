@@ -367,10 +367,11 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
-    its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default)
-    and fused with FlexAttention in the denoising steps (denoise_attn='flex'); a real-time-chunking (guided) call at
-    the first batch size with separate projections without and with the graph, and with fused ones as serve.Policy
-    replays it; with infer_autotune, fused projections compiled with max-autotune at the first two batch sizes.
+    its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
+    and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps; a
+    real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
+    and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
+    with max-autotune at the first two batch sizes.
     Returns markdown rows."""
     import serve
     cfg = M.configs[model_name]
@@ -433,11 +434,12 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs = {}  # each variant's replay at the last batch size
-        for name in ('separate projections', 'fused projections', 'fused projections, flex denoising attention'):
+        for name in ('separate projections', 'fused projections', 'fused projections, grouped denoising attention',
+                     'fused projections, flex denoising attention'):
             fused = name != 'separate projections'
             if name == 'fused projections':
                 M.fuse_projections(model)
-            attn = 'flex' if 'flex' in name else None
+            attn = 'flex' if 'flex' in name else 'grouped' if 'grouped' in name else None
             sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
             try:
@@ -470,9 +472,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                              rtc_call(*first, sampler=sampler), B, rtc_n)
                 err = ((replay() - direct()).norm() / direct().norm()).item()
                 print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
-            elif 'flex' not in name:  # as serve.Policy serves a guided request
-                row('fused projections + CUDA graph, real-time chunking (guided; serve.py)',
-                    rtc_call(*first, sampler=sampler), B, rtc_n)
+            elif 'flex' not in name:  # as serve.Policy serves a guided request (flex: the same as fused projections)
+                row(f'{name} + CUDA graph, real-time chunking (guided; serve.py)', rtc_call(*first, sampler=sampler),
+                    B, rtc_n)
         if infer_autotune:  # the same weights built again, compiled with GEMM autotuning
             base = fused_sampler(*first).float()  # the fused row's graph, replayed at the first batch size
             del model, sampler, fused_sampler, direct, replay  # the first model and its graphs (two would fit, but

@@ -188,6 +188,13 @@ def attention(q, k, v, mask, impl):
         o = torch.matmul(torch.softmax(logits, dim=-1).to(v.dtype), v)
     elif impl == 'sdpa':
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=Dh ** -0.5, enable_gqa=True)
+    elif impl == 'grouped':  # short queries (the denoising steps): the query heads of one K/V head stacked as the rows
+        # of one matrix, so each K/V head is read once by two small GEMMs (no repeated K/V, no attention kernel that
+        # gives 50 queries one block per head); logits, mask and softmax in fp32 as the reference
+        G, Tk = Hq // k.shape[1], k.shape[2]
+        logits = torch.matmul(q.reshape(B, -1, G * Tq, Dh).float(), k.float().transpose(-1, -2)) * Dh ** -0.5
+        p = torch.softmax(logits.view(B, -1, G, Tq, Tk) + mask[:, :, None], dim=-1).to(v.dtype)
+        o = torch.matmul(p.view(B, -1, G * Tq, Tk), v).view(B, Hq, Tq, Dh)
     elif impl == 'flex':
         from torch.nn.attention.flex_attention import flex_attention
         if Tq < 128 and k.shape[1] != Hq:  # short queries (flex decoding) would pack a K/V head's query heads into one
@@ -195,7 +202,7 @@ def attention(q, k, v, mask, impl):
             k, v = repeat_kv(k, v, Hq)
         o = flex_attention(q, k, v, block_mask=mask, scale=Dh ** -0.5, enable_gqa=k.shape[1] != Hq)
     else:
-        raise ValueError(f"unknown attention implementation {impl!r}: use 'eager', 'sdpa' or 'flex'")
+        raise ValueError(f"unknown attention implementation {impl!r}: use 'eager', 'sdpa', 'flex' or 'grouped'")
     return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
 
 
@@ -482,7 +489,7 @@ class Pi05(nn.Module):
     def attn_mask(self, valid, prefix_len, impl, q_start=0):
         if impl == 'flex':
             return flex_mask.block_mask(valid, prefix_len, q_start)
-        dtype = torch.float32 if impl == 'eager' else self.compute_dtype  # sdpa wants the query dtype
+        dtype = torch.float32 if impl in ('eager', 'grouped') else self.compute_dtype  # sdpa wants the query dtype
         return flex_mask.additive_mask(valid, prefix_len, dtype, q_start)
 
     # --- the training forward ---
@@ -566,9 +573,12 @@ class Pi05(nn.Module):
         weights or max_guidance 0 give the same numbers).
         denoise_attn: the plain denoising steps' attention, 50 action queries over the cached prefix; None follows
         attn_impl; 'flex' runs FlexAttention, whose compiled form for short queries (flex decoding) splits the keys
-        over the GPU where cuDNN's kernel gives each head one block. Guided calls keep attn_impl's (no flex
-        backward for these shapes)."""
-        cache = self.prefix_cache(batch, denoise_attn if guide is None else None)
+        over the GPU where cuDNN's kernel gives each head one block; 'grouped' stacks the query heads that share a
+        K/V head into one matrix and runs the reference's fp32 math as two small GEMMs per K/V head. Guided calls
+        keep attn_impl's with 'flex' (no flex backward for these shapes) and run 'grouped' (plain differentiable ops)."""
+        if denoise_attn not in (None, 'sdpa', 'eager', 'flex', 'grouped'):
+            raise ValueError(f"denoise_attn={denoise_attn!r}: use None, 'sdpa', 'eager', 'flex' or 'grouped'")
+        cache = self.prefix_cache(batch, denoise_attn if guide is None or denoise_attn != 'flex' else None)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)

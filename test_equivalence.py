@@ -342,11 +342,29 @@ def test_compiled_inference_matches_eager_sample_actions(fuse):
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
-def test_flex_denoising_attention_matches_reference(monkeypatch):
-    """sample_actions(denoise_attn='flex') (FlexAttention with the BlockMask of the action rows; the K/V heads
-    repeated for these short queries) runs FlexAttention in the plain denoising steps and gives the same actions as
-    the reference, eager and compiled (the BlockMask an input of the shared graph); a guided call keeps attn_impl's
-    attention (no FlexAttention backward)."""
+def test_grouped_attention_matches_eager_for_action_queries():
+    """attention(..., 'grouped') (the query heads of a K/V head stacked into one matrix) against the reference for
+    the denoising steps' rows: 50 action queries over a padded prefix and themselves, 8 query heads on 2 K/V heads
+    (query head i reads K/V head i // 4; another order, or a K/V head read by the wrong queries, fails)."""
+    B, Dh, H, Hq, Hkv = 2, 16, 50, 8, 2
+    valid = random_valid(B, 2, 30, 40, H, 5)
+    Lp = valid.shape[1] - H
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(B, H, Hq, Dh, generator=g)
+    k, v = torch.randn(B, Lp + H, Hkv, Dh, generator=g), torch.randn(B, Lp + H, Hkv, Dh, generator=g)
+    mask = flex_mask.additive_mask(valid, Lp, torch.float32, q_start=Lp)
+    ref = M.attention(q, k, v, mask, 'eager')
+    assert_close(M.attention(q, k, v, mask, 'grouped'), ref, 'grouped vs eager attention', rtol=1e-6)
+    swapped = torch.cat([k[:, :, 1:], k[:, :, :1]], 2)  # the K/V heads exchanged: a different function
+    assert (M.attention(q, swapped, v, mask, 'grouped') - ref).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize('impl', ['flex', 'grouped'])
+def test_denoising_attention_matches_reference(monkeypatch, impl):
+    """sample_actions(denoise_attn=impl) runs `impl` in every denoising step and gives the same actions as the
+    reference, eager and compiled (the mask an input of the shared graph): 'flex' (FlexAttention with the BlockMask
+    of the action rows; the K/V heads repeated for these short queries) and 'grouped'. A guided call keeps
+    attn_impl's attention with 'flex' (no FlexAttention backward) and runs 'grouped' (its guidance too)."""
     from torch._dynamo.utils import counters
     import torch._dynamo
     cfg = replace(CFG, depth=3, heads=4, kv_heads=2, action_horizon=40)  # grouped heads (pi05: 8 per K/V head)
@@ -354,20 +372,27 @@ def test_flex_denoising_attention_matches_reference(monkeypatch):
     x0, _ = noise_time(cfg, seed=8)
     ref = m.sample_actions(b, noise=x0)
     used, attention = [], M.attention
-    monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, impl: used.append(impl) or attention(q, k, v, mask, impl))
-    assert_close(m.sample_actions(b, noise=x0, denoise_attn='flex'), ref, 'flex denoising attention vs eager')
-    assert used.count('flex') == 10 * cfg.depth and set(used) == {'eager', 'flex'}, sorted(set(used))
+    monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, kind: used.append(kind) or attention(q, k, v, mask, kind))
+    assert_close(m.sample_actions(b, noise=x0, denoise_attn=impl), ref, f'{impl} denoising attention vs eager')
+    assert used.count(impl) == 10 * cfg.depth and set(used) == {'eager', impl}, sorted(set(used))
     guide = torch.randn(x0.shape, generator=torch.Generator().manual_seed(2))
     weights = M.rtc_weights(cfg.action_horizon, 4, 2)[None, :, None].expand_as(x0)
+    guided_ref = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights)
     used.clear()
-    guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn='flex')
-    assert 'flex' not in used and torch.equal(guided, m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights))
+    guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn=impl)
+    if impl == 'flex':
+        assert 'flex' not in used and torch.equal(guided, guided_ref)
+    else:
+        assert used.count(impl) == 10 * cfg.depth, used
+        assert_close(guided, guided_ref, f'{impl} denoising attention vs eager, guided')
     monkeypatch.undo()
     torch._dynamo.reset()
     counters.clear()
     M.compile_inference(m, backend='aot_eager')
-    assert_close(m.sample_actions(b, noise=x0, denoise_attn='flex'), ref, 'flex denoising attention vs eager, compiled')
+    assert_close(m.sample_actions(b, noise=x0, denoise_attn=impl), ref, f'{impl} denoising attention vs eager, compiled')
     assert not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
+    with pytest.raises(ValueError, match="denoise_attn='gqa'"):
+        m.sample_actions(b, noise=x0, denoise_attn='gqa')
 
 def test_fused_projections_match_separate_ones():
     """fuse_projections (serving): q/k/v and gate/up as one GEMM each give the same actions, add no parameters or
@@ -735,8 +760,9 @@ class TestGPU:
         n, t = noise_time(cfg)
         return m, b, n.cuda(), t.cuda()
 
-    def test_flex_denoising_attention_compiles_at_pi05_heads(self):
-        """sample_actions(denoise_attn='flex') compiled by inductor at pi05's head layout (8 query heads per K/V head,
+    @pytest.mark.parametrize('impl', ['flex', 'grouped'])
+    def test_denoising_attention_compiles_at_pi05_heads(self, impl):
+        """sample_actions(denoise_attn=impl) compiled by inductor at pi05's head layout (8 query heads per K/V head,
         head dim 256, 50 actions) in bf16: the same actions as the sdpa path to bf16 rounding."""
         import torch._dynamo
         cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
@@ -746,9 +772,9 @@ class TestGPU:
         torch._dynamo.reset()
         M.compile_inference(m)
         ref = m.sample_actions(b, noise=x0).float()
-        got = m.sample_actions(b, noise=x0, denoise_attn='flex').float()
+        got = m.sample_actions(b, noise=x0, denoise_attn=impl).float()
         err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 2e-2, f'flex denoising attention vs sdpa, compiled: relative error {err:.2e}'
+        assert err < 2e-2, f'{impl} denoising attention vs sdpa, compiled: relative error {err:.2e}'
 
     def test_flex_matches_eager_grads_fp32(self):
         torch.backends.cuda.matmul.allow_tf32 = False
