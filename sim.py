@@ -355,20 +355,21 @@ def _png(img):
     return buf.getvalue()
 
 def _record_task(job):
-    """one worker: `episodes` successful expert episodes of one task (seeds DEMO_SEED + k, failures skipped) written
-    as data/chunk-000/file-<index>.parquet. With action_noise > 0 the robot executes the expert's action plus
+    """one worker: up to job['need'] successful expert episodes of one task from seeds job['seed'], +1, ... (failures
+    skipped, at most job['max_tries'] seeds tried), written as data/chunk-000/file-<job['file']>.parquet with episode
+    numbers from job['first_episode']. With action_noise > 0 the robot executes the expert's action plus
     Gaussian noise of that std on dx, dy, dz (seeded by the episode's seed) while the dataset records the expert's own
     action, so the data shows how the expert recovers from states a clean run never visits (DART, Laskey et al.
     2017); the executed action is clipped to [-1, 1] like any other. With hold_steps > 0 the expert goes on for that
     many steps after its first success, so the data also show what to do at the goal (a clean run that stops there
-    never shows a state past it). Returns (task, episode rows without global indices, tries)."""
+    never shows a state past it). Returns (job, [{seed, length}] per kept episode, tries)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    task, index, episodes, size, out = job["task"], job["index"], job["episodes"], job["size"], job["out"]
+    task, index, size, out = job["task"], job["index"], job["size"], job["out"]
     noise, hold = job.get("action_noise", 0.0), job.get("hold_steps", 0)
     sim = MetaWorld(task, size)
-    kept, tries, seed = [], 0, DEMO_SEED
-    while len(kept) < episodes and tries < 3 * episodes:
+    kept, tries, seed = [], 0, job["seed"]
+    while len(kept) < job["need"] and tries < job["max_tries"]:
         sim.reset(seed)
         rng = np.random.default_rng([seed, index, 1])  # each task and episode its own noise
         frames, states, actions, left = [], [], [], None  # left: steps still to record after the first success
@@ -390,8 +391,7 @@ def _record_task(job):
         tries, seed = tries + 1, seed + 1
     sim.close()
     if not kept:
-        raise ValueError(f"{task}: the scripted expert failed all {tries} tries (seeds {DEMO_SEED}-{seed - 1}); "
-                         f"leave this task out")
+        return job, [], tries
     image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     tables = []
     for e, (seed, frames, states, actions) in enumerate(kept):
@@ -401,13 +401,12 @@ def _record_task(job):
                 "observation.state": pa.array(list(states), pa.list_(pa.float32(), 4)),
                 "action": pa.array(list(actions), pa.list_(pa.float32(), 4)),
                 "timestamp": pa.array(np.arange(T, dtype=np.float32) / FPS), "frame_index": pa.array(np.arange(T)),
-                "episode_index": pa.array(np.full(T, index * episodes + e)), "task_index": pa.array(np.full(T, index))}
+                "episode_index": pa.array(np.full(T, job["first_episode"] + e)), "task_index": pa.array(np.full(T, index))}
         tables.append(pa.table(cols))
-    path = os.path.join(out, "data", "chunk-000", f"file-{index:03d}.parquet")
+    path = os.path.join(out, "data", "chunk-000", f"file-{job['file']:03d}.parquet")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(pa.concat_tables(tables), path, row_group_size=256)
-    rows = [dict(seed=seed, length=len(frames)) for seed, frames, _, _ in kept]
-    return task, index, rows, tries
+    return job, [dict(seed=seed, length=len(frames)) for seed, frames, _, _ in kept], tries
 
 def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0, hold_steps=0):
     """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
@@ -415,7 +414,8 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
     DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended hold_steps steps after the first
     success or after MAX_STEPS steps; action_noise, hold_steps: see _record_task (0, 0: the expert's clean runs ended
     at their first success).
-    One process per task. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
+    `workers` processes (default: one per CPU): one per task, a task's seeds split among several when there are more
+    processes than tasks. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
     import multiprocessing as mp
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -425,40 +425,74 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
         raise ValueError(f"action_noise={action_noise}: expected a std >= 0 (0: the expert's clean runs)")
     if isinstance(hold_steps, bool) or not (isinstance(hold_steps, numbers.Integral) and hold_steps >= 0):
         raise ValueError(f"hold_steps={hold_steps}: expected a whole number of steps >= 0 (0: end at the first success)")
-    jobs = [dict(task=t, index=i, episodes=episodes, size=size, out=out, action_noise=action_noise, hold_steps=hold_steps)
-            for i, t in enumerate(names)]
-    workers = min(len(jobs), workers or os.cpu_count())
-    results = {}
-    bar = tqdm(total=len(jobs), desc="expert demonstrations", unit="task")
-    if workers > 1:  # spawn: a forked MuJoCo/GL context is not safe to reuse
-        with mp.get_context("spawn").Pool(workers) as pool:
-            for r in pool.imap_unordered(_record_task, jobs):
-                results[r[1]] = r
-                bar.update(1)
-    else:
-        for r in map(_record_task, jobs):
-            results[r[1]] = r
-            bar.update(1)
+    # a task's seeds split into contiguous parts when there are more processes than tasks; then, where the expert
+    # failed in a part, one more job per task goes on from seed DEMO_SEED + episodes. That keeps the first `episodes`
+    # successes of seeds DEMO_SEED, +1, ... (at most 3 x episodes tries), as one process per task would.
+    procs = workers or os.cpu_count()
+    parts = 1 if procs <= len(names) else max(1, min(-(-2 * procs // len(names)), episodes // 5))
+    common = dict(size=size, out=out, action_noise=action_noise, hold_steps=hold_steps)
+    jobs = []
+    for i, t in enumerate(names):
+        sizes = [episodes // parts + (k < episodes % parts) for k in range(parts)]
+        for k, n in enumerate(sizes):
+            jobs.append(dict(task=t, index=i, seed=DEMO_SEED + sum(sizes[:k]), need=n,
+                             max_tries=3 * episodes if parts == 1 else n, **common))
+    results = []  # (job, rows, tries) in file order
+    bar = tqdm(total=len(names) * episodes, desc="expert demonstrations", unit="episode")
+
+    def run(batch, pool):  # files numbered in job order, episodes provisionally as if no expert try failed
+        first = sum(job["need"] for job, _, _ in results)
+        for k, job in enumerate(batch):
+            job["file"], job["first_episode"] = len(results) + k, first
+            first += job["need"]
+        done = {}
+        for job, eps, tries in (pool.imap_unordered(_record_task, batch) if pool else map(_record_task, batch)):
+            done[job["file"]] = (job, eps, tries)
+            bar.update(len(eps))
+        results.extend(done[k] for k in sorted(done))
+
+    def top_ups():
+        jobs = []
+        for i, t in enumerate(names):
+            kept = sum(len(eps) for job, eps, _ in results if job["index"] == i)
+            tried = sum(tries for job, _, tries in results if job["index"] == i)
+            if kept < episodes and tried < 3 * episodes:
+                jobs.append(dict(task=t, index=i, seed=DEMO_SEED + tried, need=episodes - kept,
+                                 max_tries=3 * episodes - tried, **common))
+        return jobs
+
+    pool = mp.get_context("spawn").Pool(min(procs, len(jobs))) if min(procs, len(jobs)) > 1 else None  # spawn: a
+    try:                                                                # forked MuJoCo/GL context is not safe to reuse
+        run(jobs, pool)
+        if parts > 1 and top_ups():
+            run(top_ups(), pool)
+    finally:
+        if pool:
+            pool.close()
+            pool.join()
     bar.close()
-    # global episode numbers and frame ranges in task order (the workers numbered task i's episodes from i x episodes)
+    # global episode numbers and frame ranges in task and seed order; a file whose episodes moved (an expert failure
+    # before them) gets its episode_index column rewritten
     rows, start, episode, report = [], 0, 0, []
-    for i in range(len(jobs)):
-        task, _, eps, tries = results[i]
-        report.append((task, len(eps), tries))
-        for k, r in enumerate(eps):
-            rows.append({"episode_index": episode, "tasks": [INSTRUCTIONS[task]], "length": r["length"],
-                         "data/chunk_index": 0, "data/file_index": i, "dataset_from_index": start,
-                         "dataset_to_index": start + r["length"], "seed": r["seed"], "env_task": task, "file_episode": k})
-            start, episode = start + r["length"], episode + 1
-    for i in range(len(jobs)):  # after a task with expert failures to spare, close the gap in the numbering
-        first = next((r["episode_index"] for r in rows if r["data/file_index"] == i), i * episodes)
-        if first == i * episodes:
-            continue
-        path = os.path.join(out, "data", "chunk-000", f"file-{i:03d}.parquet")
-        table = pq.read_table(path)
-        e = table.column("episode_index").to_numpy() - i * episodes + first
-        pq.write_table(table.set_column(table.schema.get_field_index("episode_index"), "episode_index", pa.array(e)),
-                       path, row_group_size=256)
+    for i, t in enumerate(names):
+        mine = sorted((job for job in results if job[0]["index"] == i), key=lambda r: r[0]["seed"])
+        report.append((t, sum(len(eps) for _, eps, _ in mine), sum(tries for _, _, tries in mine)))
+        if report[-1][1] == 0:
+            raise ValueError(f"{t}: the scripted expert failed all {report[-1][2]} tries (seeds {DEMO_SEED}-"
+                             f"{DEMO_SEED + report[-1][2] - 1}); leave this task out")
+        for job, eps, _ in mine:
+            if eps and episode != job["first_episode"]:
+                path = os.path.join(out, "data", "chunk-000", f"file-{job['file']:03d}.parquet")
+                table = pq.read_table(path)
+                e = table.column("episode_index").to_numpy() - job["first_episode"] + episode
+                pq.write_table(table.set_column(table.schema.get_field_index("episode_index"), "episode_index",
+                                                pa.array(e)), path, row_group_size=256)
+            for k, r in enumerate(eps):
+                rows.append({"episode_index": episode, "tasks": [INSTRUCTIONS[t]], "length": r["length"],
+                             "data/chunk_index": 0, "data/file_index": job["file"], "dataset_from_index": start,
+                             "dataset_to_index": start + r["length"], "seed": r["seed"], "env_task": t,
+                             "file_episode": k})
+                start, episode = start + r["length"], episode + 1
     pq.write_table(pa.Table.from_pylist(rows), os.path.join(out, "meta", "episodes", "chunk-000", "file-000.parquet"))
     pq.write_table(pa.table({"task_index": list(range(len(names))), "task": [INSTRUCTIONS[t] for t in names]}),
                    os.path.join(out, "meta", "tasks.parquet"))
@@ -497,7 +531,7 @@ def main(argv):
     m.add_argument("--tasks", default="mt10", help="mt10 | mt50 | comma-separated names (reach-v3,push-v3)")
     m.add_argument("--episodes", type=int, default=50, help="successful episodes per task")
     m.add_argument("--size", type=int, default=128, help="rendered image side")
-    m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU, at most one per task)")
+    m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU)")
     m.add_argument("--action_noise", type=float, default=0.0,
                    help="std of Gaussian noise added to the executed dx, dy, dz while the expert's action is recorded")
     m.add_argument("--hold_steps", type=int, default=0,

@@ -145,6 +145,31 @@ def test_metaworld_hold_steps_go_on_past_the_first_success(tmp_path, monkeypatch
         sim.write_metaworld(str(tmp_path / 'short'), ['reach-v3'], episodes=1, size=16, workers=1, hold_steps=5)
 
 
+def test_metaworld_writer_splits_a_task_and_keeps_the_one_process_episodes(tmp_path):
+    """More processes than tasks: a task's seeds are split among them and, where the expert failed (door-open-v3
+    fails seed 11), one more job goes on after the last part. The dataset is the one a single process writes: the
+    same seeds, episode numbers, lengths, frames, states and actions."""
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    import pyarrow.parquet as pq
+
+    def read(src):
+        eps = pq.read_table(os.path.join(src, 'meta', 'episodes', 'chunk-000', 'file-000.parquet')).to_pylist()
+        files = sorted(os.listdir(os.path.join(src, 'data', 'chunk-000')))
+        table = pq.read_table(os.path.join(src, 'data', 'chunk-000'))
+        order = np.lexsort((table.column('frame_index').to_numpy(), table.column('episode_index').to_numpy()))
+        return eps, files, table.take(order).to_pydict()
+
+    one = read(sim.write_metaworld(str(tmp_path / 'one'), ['door-open-v3'], episodes=12, size=16, workers=1) and str(tmp_path / 'one'))
+    split = read(sim.write_metaworld(str(tmp_path / 'split'), ['door-open-v3'], episodes=12, size=16, workers=4) and str(tmp_path / 'split'))
+    assert [e['seed'] for e in one[0]] == list(range(11)) + [12], [e['seed'] for e in one[0]]
+    assert len(one[1]) == 1 and len(split[1]) == 3, (one[1], split[1])  # two parts and the job after seed 11's failure
+    drop = lambda rows: [{k: v for k, v in r.items() if k not in ('data/file_index', 'file_episode')} for r in rows]
+    assert drop(split[0]) == drop(one[0])
+    assert split[2].keys() == one[2].keys() and all(split[2][k] == one[2][k] for k in one[2]), \
+        [k for k in one[2] if split[2][k] != one[2][k]]
+
+
 def test_metaworld_seeds_reproduce_and_differ():
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
     pytest.importorskip('metaworld')
