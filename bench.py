@@ -429,8 +429,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         if device != 'cuda':
             row('eager, no CUDA graph, real-time chunking (guided)', rtc_call(b, noise), 1, rtc_n)
             return rows
-        # separate projections, then q/k/v and gate/up fused (model.fuse_projections), then also FlexAttention in
-        # the denoising steps (flex decoding when compiled)
+        # separate projections, then q/k/v and gate/up fused (model.fuse_projections), then also the grouped-query
+        # math or FlexAttention in the denoising steps (flex decoding when compiled)
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs = {}  # each variant's replay at the last batch size
@@ -442,39 +442,40 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             attn = 'flex' if 'flex' in name else 'grouped' if 'grouped' in name else None
             sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
-            try:
+            try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
                     row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}',
                         lambda: sampler(*same[B]), B, infer_calls if B == 1 else max(10, infer_calls // B))
-            except Exception as err:  # not yet run on a GPU: report and go on
+                B = batch_sizes[-1]
+                ref = model.sample_actions(*last, denoise_attn=attn).float()  # the compiled layers without the graph
+                got, again = sampler(*last).float(), sampler(*last).float()
+                print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
+                      f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
+                      f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
+                base = 'fused projections' if attn else 'separate projections'  # one change at a time
+                if base in outs:
+                    err = ((got - outs[base]).norm() / outs[base].norm()).item()
+                    print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
+                outs[name] = got
+                if name == 'fused projections':  # the autotuned row compares with its replay
+                    fused_sampler = sampler
+                kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
+                B = len(first[1])
+                if not fused:  # real-time chunking with the compiled layers and no graph, and replayed from a graph
+                    direct = row('compiled layers, no CUDA graph, real-time chunking (guided)', rtc_call(*first), B,
+                                 rtc_n)
+                    replay = row('compiled layers + CUDA graph, real-time chunking (guided)',
+                                 rtc_call(*first, sampler=sampler), B, rtc_n)
+                    err = ((replay() - direct()).norm() / direct().norm()).item()
+                    print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
+                elif 'flex' not in name:  # guided calls (serve.Policy replays them fused; flex: the fused row's)
+                    row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py" if attn is None else ""})',
+                        rtc_call(*first, sampler=sampler), B, rtc_n)
+            except Exception as err:
                 if attn is None:
                     raise
                 rows.append(f'| compiled layers + CUDA graph, {name}: failed ({type(err).__name__}) | | | | | | |')
                 print(f'{name}: failed: {type(err).__name__}: {str(err)[:500]}', flush=True)
-                break
-            B = batch_sizes[-1]
-            ref = model.sample_actions(*last, denoise_attn=attn).float()  # the compiled layers without the graph
-            got, again = sampler(*last).float(), sampler(*last).float()
-            print(f'{name}: graph replay vs direct call, batch {B}: max abs diff {(got - ref).abs().max().item():.2e}; '
-                  f'replay vs replay: {"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-            base = 'fused projections' if attn else 'separate projections'  # one change at a time
-            if base in outs:
-                err = ((got - outs[base]).norm() / outs[base].norm()).item()
-                print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
-            outs[name] = got
-            if name == 'fused projections':  # the autotuned row compares with its replay
-                fused_sampler = sampler
-            kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
-            B = len(first[1])
-            if not fused:  # real-time chunking with the compiled layers and no graph, and replayed from a graph
-                direct = row('compiled layers, no CUDA graph, real-time chunking (guided)', rtc_call(*first), B, rtc_n)
-                replay = row('compiled layers + CUDA graph, real-time chunking (guided)',
-                             rtc_call(*first, sampler=sampler), B, rtc_n)
-                err = ((replay() - direct()).norm() / direct().norm()).item()
-                print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
-            elif 'flex' not in name:  # as serve.Policy serves a guided request (flex: the same as fused projections)
-                row(f'{name} + CUDA graph, real-time chunking (guided; serve.py)', rtc_call(*first, sampler=sampler),
-                    B, rtc_n)
         if infer_autotune:  # the same weights built again, compiled with GEMM autotuning
             base = fused_sampler(*first).float()  # the fused row's graph, replayed at the first batch size
             del model, sampler, fused_sampler, direct, replay  # the first model and its graphs (two would fit, but

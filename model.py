@@ -479,7 +479,8 @@ class Pi05(nn.Module):
     # compiled flex_attention found no kernel configuration for 50 queries at head dim 256 on the H200 while sdpa
     # handles that shape directly and its mask is small; and at inference (prefix pass and denoising steps), unless
     # sample_actions is given denoise_attn='flex' for the denoising steps (attention() then repeats the K/V heads:
-    # flex decoding would pack a K/V head's 8 query heads x 50 actions into one block).
+    # flex decoding would pack a K/V head's 8 query heads x 50 actions into one block) or 'grouped' (the query heads
+    # of a K/V head stacked into one matrix for two small GEMMs).
 
     def attn_impl(self, actions_only=False, inference=False):
         if self.attn == 'flex' and (actions_only or inference):
@@ -574,11 +575,12 @@ class Pi05(nn.Module):
         denoise_attn: the plain denoising steps' attention, 50 action queries over the cached prefix; None follows
         attn_impl; 'flex' runs FlexAttention, whose compiled form for short queries (flex decoding) splits the keys
         over the GPU where cuDNN's kernel gives each head one block; 'grouped' stacks the query heads that share a
-        K/V head into one matrix and runs the reference's fp32 math as two small GEMMs per K/V head. Guided calls
-        keep attn_impl's with 'flex' (no flex backward for these shapes) and run 'grouped' (plain differentiable ops)."""
+        K/V head into one matrix (fp32 logits and softmax as the reference, two small GEMMs per K/V head). Guided
+        calls run 'grouped' too (plain differentiable ops) and otherwise keep attn_impl's (flex has no backward for
+        these shapes)."""
         if denoise_attn not in (None, 'sdpa', 'eager', 'flex', 'grouped'):
             raise ValueError(f"denoise_attn={denoise_attn!r}: use None, 'sdpa', 'eager', 'flex' or 'grouped'")
-        cache = self.prefix_cache(batch, denoise_attn if guide is None or denoise_attn != 'flex' else None)
+        cache = self.prefix_cache(batch, denoise_attn if guide is None or denoise_attn == 'grouped' else None)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)

@@ -117,7 +117,7 @@ class GraphedSampler:
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn=None, compile_mode=None):
         self.model, self.num_steps, self.graphs = model, num_steps, {}
-        self.denoise_attn = denoise_attn  # 'grouped' / 'flex': sample_actions' denoise_attn (bench.py --infer=True)
+        self.denoise_attn = denoise_attn  # 'grouped' / 'flex': sample_actions' denoise_attn (not yet measured)
         if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections): pi05 batch 1 27.9 -> 25.6 ms on an H200
             M.fuse_projections(model)
         if compile:  # compile_mode: torch.compile's (None: inductor's default; 'max-autotune-no-cudagraphs' tunes GEMMs)

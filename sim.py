@@ -408,88 +408,83 @@ def _record_task(job):
     pq.write_table(pa.concat_tables(tables), path, row_group_size=256)
     return job, [dict(seed=seed, length=len(frames)) for seed, frames, _, _ in kept], tries
 
-def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0, hold_steps=0):
+def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, action_noise=0.0, hold_steps=0,
+                   parts=None):
     """Scripted-expert demonstrations of Meta-World tasks as a LeRobot v3.0 dataset at `out` (PNG frames in parquet,
     meta/info.json, meta/tasks.parquet, meta/episodes/), `episodes` successful episodes per task from seeds
     DEMO_SEED, DEMO_SEED + 1, ... (an expert failure is skipped and counted), ended hold_steps steps after the first
     success or after MAX_STEPS steps; action_noise, hold_steps: see _record_task (0, 0: the expert's clean runs ended
     at their first success).
-    `workers` processes (default: one per CPU): one per task, a task's seeds split among several when there are more
-    processes than tasks. Then: python prepare.py --src=<out> --out=... --tokenizer=words."""
+    `workers` processes (default: one per CPU, at most 32). With more processes than tasks a task's seeds are split
+    into `parts` contiguous ranges (default: two per process, at least 5 episodes each); where the expert failed in
+    them, one more job goes on after the last range. The episodes are those one process per task writes; only the
+    files differ (one per part, numbered in task and seed order). Then: python prepare.py --src=<out> --out=...
+    --tokenizer=words."""
+    import contextlib
+    import glob
     import multiprocessing as mp
     import pyarrow as pa
     import pyarrow.parquet as pq
     names = metaworld_tasks(tasks) if isinstance(tasks, str) else list(tasks)
-    os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
     if not action_noise >= 0:
         raise ValueError(f"action_noise={action_noise}: expected a std >= 0 (0: the expert's clean runs)")
     if isinstance(hold_steps, bool) or not (isinstance(hold_steps, numbers.Integral) and hold_steps >= 0):
         raise ValueError(f"hold_steps={hold_steps}: expected a whole number of steps >= 0 (0: end at the first success)")
-    # a task's seeds split into contiguous parts when there are more processes than tasks; then, where the expert
-    # failed in a part, one more job per task goes on from seed DEMO_SEED + episodes. That keeps the first `episodes`
-    # successes of seeds DEMO_SEED, +1, ... (at most 3 x episodes tries), as one process per task would.
-    procs = workers or os.cpu_count()
-    parts = 1 if procs <= len(names) else max(1, min(-(-2 * procs // len(names)), episodes // 5))
+    os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
+    for stale in glob.glob(os.path.join(out, "data", "chunk-000", "file-*.parquet")):  # an earlier run's files
+        os.remove(stale)
+    procs = workers or min(len(os.sched_getaffinity(0)), 32)
+    if parts is None:
+        parts = 1 if procs <= len(names) else max(1, min(-(-2 * procs // len(names)), episodes // 5))
+    slots = parts + (parts > 1)  # task i's files: i * slots + (its parts, then the job after them)
     common = dict(size=size, out=out, action_noise=action_noise, hold_steps=hold_steps)
+
+    def job(i, k, seed, need, max_tries, first_episode):  # episodes numbered provisionally, as if no try failed
+        return dict(task=names[i], index=i, file=i * slots + k, seed=seed, need=need, max_tries=max_tries,
+                    first_episode=first_episode, **common)
+
     jobs = []
-    for i, t in enumerate(names):
+    for i in range(len(names)):
         sizes = [episodes // parts + (k < episodes % parts) for k in range(parts)]
         for k, n in enumerate(sizes):
-            jobs.append(dict(task=t, index=i, seed=DEMO_SEED + sum(sizes[:k]), need=n,
-                             max_tries=3 * episodes if parts == 1 else n, **common))
-    results = []  # (job, rows, tries) in file order
-    bar = tqdm(total=len(names) * episodes, desc="expert demonstrations", unit="episode")
-
-    def run(batch, pool):  # files numbered in job order, episodes provisionally as if no expert try failed
-        first = sum(job["need"] for job, _, _ in results)
-        for k, job in enumerate(batch):
-            job["file"], job["first_episode"] = len(results) + k, first
-            first += job["need"]
-        done = {}
-        for job, eps, tries in (pool.imap_unordered(_record_task, batch) if pool else map(_record_task, batch)):
-            done[job["file"]] = (job, eps, tries)
-            bar.update(len(eps))
-        results.extend(done[k] for k in sorted(done))
-
-    def top_ups():
-        jobs = []
-        for i, t in enumerate(names):
-            kept = sum(len(eps) for job, eps, _ in results if job["index"] == i)
-            tried = sum(tries for job, _, tries in results if job["index"] == i)
-            if kept < episodes and tried < 3 * episodes:
-                jobs.append(dict(task=t, index=i, seed=DEMO_SEED + tried, need=episodes - kept,
-                                 max_tries=3 * episodes - tried, **common))
-        return jobs
-
-    pool = mp.get_context("spawn").Pool(min(procs, len(jobs))) if min(procs, len(jobs)) > 1 else None  # spawn: a
-    try:                                                                # forked MuJoCo/GL context is not safe to reuse
-        run(jobs, pool)
-        if parts > 1 and top_ups():
-            run(top_ups(), pool)
-    finally:
-        if pool:
-            pool.close()
-            pool.join()
-    bar.close()
-    # global episode numbers and frame ranges in task and seed order; a file whose episodes moved (an expert failure
-    # before them) gets its episode_index column rewritten
+            before = sum(sizes[:k])
+            jobs.append(job(i, k, DEMO_SEED + before, n, 3 * episodes if parts == 1 else n, i * episodes + before))
+    results = {}  # file number -> (job, [{seed, length}], tries)
+    processes = mp.get_context("spawn").Pool(min(procs, len(jobs))) if min(procs, len(jobs)) > 1 else \
+        contextlib.nullcontext()  # spawn: a forked MuJoCo/GL context is not safe to reuse
+    with tqdm(total=len(names) * episodes, desc="expert demonstrations", unit="episode") as bar, processes as pool:
+        def run(batch):
+            for r in (pool.imap_unordered(_record_task, batch) if pool else map(_record_task, batch)):
+                results[r[0]["file"]] = r
+                bar.update(len(r[1]))
+        run(jobs)
+        extra = []
+        for i in range(len(names)):
+            kept = sum(len(eps) for j, eps, _ in results.values() if j["index"] == i)
+            tried = sum(tries for j, _, tries in results.values() if j["index"] == i)
+            if parts > 1 and kept < episodes and tried < 3 * episodes:
+                extra.append(job(i, parts, DEMO_SEED + tried, episodes - kept, 3 * episodes - tried,
+                                 i * episodes + kept))
+        run(extra)
+    # global episode numbers and frame ranges in task and seed order (= file order); a file whose episodes moved (an
+    # expert failure before them) gets its episode_index column rewritten
     rows, start, episode, report = [], 0, 0, []
     for i, t in enumerate(names):
-        mine = sorted((job for job in results if job[0]["index"] == i), key=lambda r: r[0]["seed"])
+        mine = [results[f] for f in sorted(results) if results[f][0]["index"] == i]
         report.append((t, sum(len(eps) for _, eps, _ in mine), sum(tries for _, _, tries in mine)))
         if report[-1][1] == 0:
             raise ValueError(f"{t}: the scripted expert failed all {report[-1][2]} tries (seeds {DEMO_SEED}-"
                              f"{DEMO_SEED + report[-1][2] - 1}); leave this task out")
-        for job, eps, _ in mine:
-            if eps and episode != job["first_episode"]:
-                path = os.path.join(out, "data", "chunk-000", f"file-{job['file']:03d}.parquet")
+        for j, eps, _ in mine:
+            if eps and episode != j["first_episode"]:
+                path = os.path.join(out, "data", "chunk-000", f"file-{j['file']:03d}.parquet")
                 table = pq.read_table(path)
-                e = table.column("episode_index").to_numpy() - job["first_episode"] + episode
+                e = table.column("episode_index").to_numpy() - j["first_episode"] + episode
                 pq.write_table(table.set_column(table.schema.get_field_index("episode_index"), "episode_index",
                                                 pa.array(e)), path, row_group_size=256)
             for k, r in enumerate(eps):
                 rows.append({"episode_index": episode, "tasks": [INSTRUCTIONS[t]], "length": r["length"],
-                             "data/chunk_index": 0, "data/file_index": job["file"], "dataset_from_index": start,
+                             "data/chunk_index": 0, "data/file_index": j["file"], "dataset_from_index": start,
                              "dataset_to_index": start + r["length"], "seed": r["seed"], "env_task": t,
                              "file_episode": k})
                 start, episode = start + r["length"], episode + 1
@@ -531,7 +526,7 @@ def main(argv):
     m.add_argument("--tasks", default="mt10", help="mt10 | mt50 | comma-separated names (reach-v3,push-v3)")
     m.add_argument("--episodes", type=int, default=50, help="successful episodes per task")
     m.add_argument("--size", type=int, default=128, help="rendered image side")
-    m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU)")
+    m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU, at most 32)")
     m.add_argument("--action_noise", type=float, default=0.0,
                    help="std of Gaussian noise added to the executed dx, dy, dz while the expert's action is recorded")
     m.add_argument("--hold_steps", type=int, default=0,

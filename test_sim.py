@@ -160,14 +160,59 @@ def test_metaworld_writer_splits_a_task_and_keeps_the_one_process_episodes(tmp_p
         order = np.lexsort((table.column('frame_index').to_numpy(), table.column('episode_index').to_numpy()))
         return eps, files, table.take(order).to_pydict()
 
-    one = read(sim.write_metaworld(str(tmp_path / 'one'), ['door-open-v3'], episodes=12, size=16, workers=1) and str(tmp_path / 'one'))
-    split = read(sim.write_metaworld(str(tmp_path / 'split'), ['door-open-v3'], episodes=12, size=16, workers=4) and str(tmp_path / 'split'))
+    for name, workers in (('one', 1), ('split', 4)):
+        sim.write_metaworld(str(tmp_path / name), ['door-open-v3'], episodes=12, size=16, workers=workers)
+    one, split = read(str(tmp_path / 'one')), read(str(tmp_path / 'split'))
     assert [e['seed'] for e in one[0]] == list(range(11)) + [12], [e['seed'] for e in one[0]]
     assert len(one[1]) == 1 and len(split[1]) == 3, (one[1], split[1])  # two parts and the job after seed 11's failure
     drop = lambda rows: [{k: v for k, v in r.items() if k not in ('data/file_index', 'file_episode')} for r in rows]
     assert drop(split[0]) == drop(one[0])
     assert split[2].keys() == one[2].keys() and all(split[2][k] == one[2][k] for k in one[2]), \
         [k for k in one[2] if split[2][k] != one[2][k]]
+
+
+def test_metaworld_writer_numbers_split_jobs_as_one_process_does(tmp_path, monkeypatch):
+    """The bookkeeping of split jobs, with a stand-in recorder (no simulator; jobs run in this process): for every
+    task the first `episodes` successes of seeds 0, 1, ..., episode numbers and frame ranges in task and seed order,
+    the data files in number order holding exactly those frames, the same metadata as one job per task; a part
+    without a success writes no file; a task whose every try fails is named."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    fails = {('reach-v3', s) for s in (1, 4, 5, 7)} | {('pick-place-v3', s) for s in range(100)}
+    length = lambda seed: 2 + seed % 3
+
+    def record(job):
+        kept, tries, seed = [], 0, job['seed']
+        while len(kept) < job['need'] and tries < job['max_tries']:
+            if (job['task'], seed) not in fails:
+                kept.append(seed)
+            tries, seed = tries + 1, seed + 1
+        if kept:
+            e = [job['first_episode'] + k for k, s in enumerate(kept) for _ in range(length(s))]
+            path = os.path.join(job['out'], 'data', 'chunk-000', f"file-{job['file']:03d}.parquet")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            pq.write_table(pa.table({'episode_index': e, 'seed': [s for s in kept for _ in range(length(s))]}), path)
+        return job, [dict(seed=s, length=length(s)) for s in kept], tries
+
+    monkeypatch.setattr(sim, '_record_task', record)
+    metas = {}
+    for parts in (1, 3):
+        out = str(tmp_path / f'parts{parts}')
+        sim.write_metaworld(out, ['reach-v3', 'push-v3'], episodes=6, workers=1, parts=parts)
+        metas[parts] = pq.read_table(os.path.join(out, 'meta', 'episodes', 'chunk-000', 'file-000.parquet')).to_pylist()
+        files = sorted(os.listdir(os.path.join(out, 'data', 'chunk-000')))
+        frames = pa.concat_tables([pq.read_table(os.path.join(out, 'data', 'chunk-000', f)) for f in files])
+        expect = [(r['episode_index'], r['seed']) for r in metas[parts] for _ in range(r['length'])]
+        assert list(zip(frames['episode_index'].to_pylist(), frames['seed'].to_pylist())) == expect, parts
+        assert [r['dataset_from_index'] for r in metas[parts]] == [0] + list(np.cumsum([r['length'] for r in metas[parts]])[:-1])
+    # reach-v3: parts of seeds 0-1, 2-3, 4-5 (the last without a success: no file), then seeds 6-9 after them
+    assert files == ['file-000.parquet', 'file-001.parquet', 'file-003.parquet', 'file-004.parquet',
+                     'file-005.parquet', 'file-006.parquet'], files
+    assert [r['seed'] for r in metas[3]] == [0, 2, 3, 6, 8, 9] + list(range(6))
+    drop = lambda rows: [{k: v for k, v in r.items() if k not in ('data/file_index', 'file_episode')} for r in rows]
+    assert drop(metas[3]) == drop(metas[1])
+    with pytest.raises(ValueError, match=r'pick-place-v3: the scripted expert failed all 18 tries \(seeds 0-17\)'):
+        sim.write_metaworld(str(tmp_path / 'fail'), ['push-v3', 'pick-place-v3'], episodes=6, workers=1, parts=3)
 
 
 def test_metaworld_seeds_reproduce_and_differ():

@@ -1,5 +1,5 @@
 #!/bin/bash
-# RAN 2026-12-02 (session 1 of the day, call 1, one H200 alone, torch 2.11.0+cu130): data took 276 s, so the timeout cut training at iteration 4100 of 6000; checkpoint 4000 (mid-schedule) evaluated: MT10 26% (f0_*). Not a result for 200 demonstrations.
+# RAN 2026-12-02 (session 1 of the day, call 1, one H200 alone, torch 2.11.0+cu130): data took 276 s, so the timeout stopped training after iteration 4100 (its last log line) of 6000; checkpoint 4000 (mid-schedule) evaluated: MT10 26% (f0_*). Not a result for 200 demonstrations.
 # prepared in session 2026-12-01e for the next one (not yet run): MT10 with 200 demonstrations per task (reach-v3 alone
 # on a CPU went from 33% with 50 to 58% with 200 over 60 episodes, docs/closed_loop/e4_*), with the first-frame fix, config/metaworld.py
 # (6000 iterations), evaluated on the evaluation seeds. Alone on the machine: nothing compiles or renders beside the

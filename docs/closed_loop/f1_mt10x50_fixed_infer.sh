@@ -1,5 +1,5 @@
 #!/bin/bash
-# RAN 2026-12-02 (call 2, one H200 alone): MT10 57% (f1_mt10x50_fixed_tasks.md); the inference table ran out of time before its flex and autotune rows (f1_infer.txt)
+# RAN 2026-12-02 (call 2, one H200 alone): MT10 57% (f1_mt10x50_fixed_tasks.md); the inference table (run without --infer_autotune) ran out of time before its FlexAttention rows (f1_infer.txt)
 # session 2026-12-02, call 2: MT10 with 50 demonstrations per task after the first-frame fix, config/metaworld.py to the
 # end of its 6000 iterations, evaluated on the evaluation seeds; then the inference table (issue 17) in what is left
 source .gpu/common.sh
