@@ -123,11 +123,11 @@ def run_synthetic(infer, keys, n, replan=5, max_steps=60, size=64, seed=1000, ob
     return rows
 
 
-def metaworld_task(job):
-    """All episodes of one Meta-World task against the server at job['address'] (its own connection, so tasks
-    can run in parallel processes), or with job['baseline'] 'random' (uniform actions in [-1, 1]) or 'expert' (the
-    scripted expert, seeing the full simulator state) instead of a policy. Returns one dict per episode; the first
-    keeps its table-camera frames."""
+def metaworld_task(job, on_episode=None):
+    """Episodes job['first'], ..., job['first'] + job['trials'] - 1 of one Meta-World task against the server at
+    job['address'] (its own connection, so jobs can run in parallel processes), or with job['baseline'] 'random'
+    (uniform actions in [-1, 1]) or 'expert' (the scripted expert, seeing the full simulator state) instead of a
+    policy. Returns one dict per episode (on_episode is called with each); episode 0 keeps its table-camera frames."""
     os.environ.setdefault('MUJOCO_GL', sim.default_gl())
     baseline = job.get('baseline')
     if baseline:
@@ -140,7 +140,7 @@ def metaworld_task(job):
     env_ = sim.MetaWorld(job['task'], job['size'])
     rows = []
     try:
-        for k in range(job['trials']):
+        for k in range(job['first'], job['first'] + job['trials']):
             env_.reset(job['seed'] + k)
             frames, plan = [], []
             for t in range(job['max_steps']):
@@ -160,6 +160,8 @@ def metaworld_task(job):
             rows.append(dict(task=job['task'], episode=k, seed=job['seed'] + k, success=int(env_.success), steps=t + 1,
                              difficulty=sim.difficulty(job['task']), frames=frames if k == 0 else None,
                              label=f"{job['task']}\n{'success' if env_.success else 'failure'}"))
+            if on_episode:
+                on_episode(rows[-1])
     finally:
         env_.close()
         if client is not None:
@@ -170,25 +172,29 @@ def metaworld_task(job):
 def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=128, workers=1, api_key=None,
                   seed=sim.EVAL_SEED, baseline='', progress=True):
     """Every task's `trials` episodes (seeds seed, seed + 1, ...) against the policy server at address (host, port),
-    or a baseline ('random' | 'expert'), `workers` tasks at a time in separate processes. Returns one dict per
-    episode, in task order."""
+    or a baseline ('random' | 'expert'), in `workers` processes: a task each, and with more processes than tasks a
+    task's episodes split among several (an episode depends on its seed alone, except with 'random', which draws one
+    stream per task: its tasks stay whole). Returns one dict per episode, in task and episode order."""
     import multiprocessing as mp
-    jobs = [dict(address=address, api_key=api_key, task=t, trials=trials, replan=replan, max_steps=max_steps,
-                 size=size, seed=seed, baseline=baseline) for t in task_names]
-    done, bar = {}, tqdm(total=len(jobs) * trials, desc='episodes', disable=not progress)
-    if workers > 1:  # spawn: every worker starts its own MuJoCo and GL context
-        with mp.get_context('spawn').Pool(min(workers, len(jobs))) as pool:
-            for rows in pool.imap_unordered(metaworld_task, jobs):
-                done[rows[0]['task']] = rows
-                bar.update(len(rows))
-                bar.set_postfix(success=f"{np.mean([r['success'] for v in done.values() for r in v]):.0%}")
-    else:
-        for job in jobs:
-            rows = metaworld_task(job)
-            done[job['task']] = rows
-            bar.update(len(rows))
-    bar.close()
-    return [r for t in task_names for r in done[t]]
+    parts = 1 if baseline == 'random' or workers <= len(task_names) else min(trials, -(-workers // len(task_names)))
+    jobs = [dict(address=address, api_key=api_key, task=t, first=trials * k // parts,
+                 trials=trials * (k + 1) // parts - trials * k // parts, replan=replan, max_steps=max_steps, size=size,
+                 seed=seed, baseline=baseline) for t in task_names for k in range(parts)]
+    rows = []
+    with tqdm(total=len(task_names) * trials, desc='episodes', disable=not progress) as bar:
+        def done(new):
+            rows.extend(new)
+            bar.update(len(new))
+            bar.set_postfix(success=f"{np.mean([r['success'] for r in rows]):.0%}")
+        if workers > 1:  # spawn: every worker starts its own MuJoCo and GL context
+            with mp.get_context('spawn').Pool(min(workers, len(jobs))) as pool:
+                for new in pool.imap_unordered(metaworld_task, jobs):
+                    done(new)
+        else:
+            for job in jobs:
+                metaworld_task(job, lambda row: done([row]))
+    order = {t: i for i, t in enumerate(task_names)}
+    return sorted(rows, key=lambda r: (order[r['task']], r['episode']))
 
 
 def task_table(rows):

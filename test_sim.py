@@ -90,6 +90,19 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     assert lines[-1].startswith('| **average (2 tasks)** | | **100.0%**'), lines
 
 
+def test_metaworld_evaluation_splits_a_task_over_processes():
+    """eval.py with more processes than tasks runs a task's episodes in several processes: the same episodes (seeds,
+    outcomes, lengths) in the same order as one process, and the first episode's frames kept."""
+    os.environ.setdefault('MUJOCO_GL', 'osmesa')
+    pytest.importorskip('metaworld')
+    import eval as ev
+    runs = [ev.run_metaworld(None, ['reach-v3'], trials=4, size=16, workers=w, baseline='expert', progress=False)
+            for w in (1, 2)]
+    key = lambda rows: [(r['episode'], r['seed'], r['success'], r['steps'], r['frames'] is not None) for r in rows]
+    assert key(runs[0]) == key(runs[1]) == [(k, sim.EVAL_SEED + k, 1, runs[0][k]['steps'], k == 0) for k in range(4)]
+    assert len({r['steps'] for r in runs[0]}) > 1, 'the episodes should differ'
+
+
 def test_metaworld_action_noise_records_the_experts_action(tmp_path):
     """--action_noise: the robot runs the expert's action plus noise, the dataset holds the expert's action at every
     visited state (re-simulated here with the same noise), and the visited states leave the clean run's path."""
