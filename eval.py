@@ -13,7 +13,8 @@ and the success rate over seeded episodes. The simulators are in sim.py.
 synthetic: episode e starts from sim.Scene.random(np.random.default_rng([seed, e])), scenes the training data (one
 generator seeded 0) does not hold. metaworld: episode k of each task resets with seed --seed + k (default
 sim.EVAL_SEED; the demonstrations use seeds from sim.DEMO_SEED), ends at the first success or after 400 steps
-(LeRobot's protocol), one process per task with `workers` > 1. Writes out_dir/episodes.csv (one row per episode), for Meta-World also
+(LeRobot's protocol), in `workers` processes (a task's episodes split among several when there are more processes
+than tasks: the same episodes with a fixed noise seed). Writes out_dir/episodes.csv (one row per episode), for Meta-World also
 tasks.md (success per task and difficulty group), and strips of the first episodes as PNG.
 """
 import csv
@@ -48,7 +49,8 @@ delay = 0                  # synthetic: simulated inference delay, steps the rob
 rtc = False                # synthetic: real-time chunking, the request carries the old chunk's rest and the delay
 max_steps = 0              # steps per episode; 0: synthetic 60 (the expert needs 20-37), metaworld 400
 image_size = 0             # synthetic / metaworld: rendered camera side; 0: the policy's own image size
-workers = 1                # metaworld: processes running tasks' episodes against the one server
+workers = 1                # metaworld: processes running episodes against the one server (a task each, or parts of
+                           # a task's episodes when there are more processes than tasks)
 baseline = ''              # metaworld, instead of a policy: 'random' (uniform actions, the floor) | 'expert' (the
                            # scripted expert with the full simulator state, the ceiling)
 seed = -1                  # episode seeds; < 0: each env's default. synthetic: episode e is scene (seed, e), default
@@ -169,6 +171,17 @@ def metaworld_task(job, on_episode=None):
     return rows
 
 
+def metaworld_jobs(task_names, trials, workers, baseline='', **common):
+    """The jobs of run_metaworld: a task each, or with more processes than tasks each task's episodes in contiguous
+    parts (about two per process, for balance), except for the random baseline's one-stream-per-task episodes."""
+    if not task_names or trials < 1 or workers < 1:
+        raise ValueError(f'Meta-World evaluation of tasks {task_names} with trials={trials}, workers={workers}: '
+                         f'expected at least one task, trial and worker')
+    parts = 1 if baseline == 'random' or workers <= len(task_names) else min(trials, -(-2 * workers // len(task_names)))
+    return [dict(task=t, first=trials * k // parts, trials=trials * (k + 1) // parts - trials * k // parts,
+                 baseline=baseline, **common) for t in task_names for k in range(parts)]
+
+
 def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=128, workers=1, api_key=None,
                   seed=sim.EVAL_SEED, baseline='', progress=True):
     """Every task's `trials` episodes (seeds seed, seed + 1, ...) against the policy server at address (host, port),
@@ -176,10 +189,8 @@ def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=
     task's episodes split among several (an episode depends on its seed alone, except with 'random', which draws one
     stream per task: its tasks stay whole). Returns one dict per episode, in task and episode order."""
     import multiprocessing as mp
-    parts = 1 if baseline == 'random' or workers <= len(task_names) else min(trials, -(-workers // len(task_names)))
-    jobs = [dict(address=address, api_key=api_key, task=t, first=trials * k // parts,
-                 trials=trials * (k + 1) // parts - trials * k // parts, replan=replan, max_steps=max_steps, size=size,
-                 seed=seed, baseline=baseline) for t in task_names for k in range(parts)]
+    jobs = metaworld_jobs(task_names, trials, workers, baseline, address=address, api_key=api_key, replan=replan,
+                          max_steps=max_steps, size=size, seed=seed)
     rows = []
     with tqdm(total=len(task_names) * trials, desc='episodes', disable=not progress) as bar:
         def done(new):
@@ -290,6 +301,9 @@ if __name__ == '__main__':
             task_names = sim.metaworld_tasks(tasks)
         except ValueError as err:
             raise SystemExit(f'eval.py: {err}')
+    if trials < 0 or workers < 1:
+        raise SystemExit(f'eval.py: trials={trials}, workers={workers}: expected trials >= 0 (0: the benchmark\'s '
+                         f'protocol) and workers >= 1')
     if (delay or rtc) and env != 'synthetic':
         raise SystemExit('eval.py: --delay and --rtc simulate inference delay on the synthetic task only')
     local, client, address = None, None, None

@@ -270,12 +270,13 @@ def difficulty(task):
     return "very hard" if task in VERY_HARD else "hard" if task in HARD else "medium" if task in MEDIUM else "easy"
 
 def metaworld_tasks(spec):
-    """'mt10' | 'mt50' | comma-separated task names -> the task list, or a ValueError naming the unknown ones."""
+    """'mt10' | 'mt50' | comma-separated task names -> the task list (a name given twice counts once), or a ValueError
+    naming the unknown ones."""
     tasks = {"mt10": MT10, "mt50": MT50}.get(spec.lower()) or spec.split(",")
     unknown = [t for t in tasks if t not in INSTRUCTIONS]
     if unknown:
         raise ValueError(f"unknown Meta-World tasks {unknown}: use mt10, mt50 or names like reach-v3,push-v3")
-    return list(tasks)
+    return list(dict.fromkeys(tasks))
 
 def default_gl():
     """MUJOCO_GL for headless rendering: egl where an NVIDIA GPU is visible, else Mesa's software osmesa."""
@@ -430,9 +431,23 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
         raise ValueError(f"action_noise={action_noise}: expected a std >= 0 (0: the expert's clean runs)")
     if isinstance(hold_steps, bool) or not (isinstance(hold_steps, numbers.Integral) and hold_steps >= 0):
         raise ValueError(f"hold_steps={hold_steps}: expected a whole number of steps >= 0 (0: end at the first success)")
+    if parts is not None and not (isinstance(parts, numbers.Integral) and parts >= 1):
+        raise ValueError(f"parts={parts}: expected a whole number >= 1 (None: from the number of processes)")
+    info_path = os.path.join(out, "meta", "info.json")
+    if os.path.isdir(out) and os.listdir(out):  # only a dataset this writer wrote is replaced
+        try:
+            with open(info_path) as f:
+                info = json.load(f)
+            ours = info.get("robot_type") == "sawyer" and "hold_steps" in info
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise ValueError(f"{out} is not empty and holds no dataset this writer wrote: choose a new or empty --out")
+        os.remove(info_path)  # written last: a run that stops half way leaves no dataset that looks complete
+        for stale in glob.glob(os.path.join(out, "data", "chunk-000", "file-*.parquet")) + \
+                glob.glob(os.path.join(out, "meta", "episodes", "chunk-000", "file-*.parquet")):
+            os.remove(stale)
     os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
-    for stale in glob.glob(os.path.join(out, "data", "chunk-000", "file-*.parquet")):  # an earlier run's files
-        os.remove(stale)
     procs = workers or min(len(os.sched_getaffinity(0)), 32)
     if parts is None:
         parts = 1 if procs <= len(names) else max(1, min(-(-2 * procs // len(names)), episodes // 5))
@@ -522,7 +537,7 @@ def main(argv):
     s.add_argument("--max_token_len", type=int, default=32)
     s.add_argument("--seed", type=int, default=0)
     m = sub.add_parser("metaworld", help="Meta-World's scripted experts as a LeRobot v3.0 dataset")
-    m.add_argument("--out", required=True)
+    m.add_argument("--out", required=True, help="a new or empty directory, or one this command wrote (replaced)")
     m.add_argument("--tasks", default="mt10", help="mt10 | mt50 | comma-separated names (reach-v3,push-v3)")
     m.add_argument("--episodes", type=int, default=50, help="successful episodes per task")
     m.add_argument("--size", type=int, default=128, help="rendered image side")

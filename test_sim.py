@@ -5,6 +5,7 @@ OSMesa here: apt-get install libosmesa6).
 
     python -m pytest -q test_sim.py
 """
+import itertools
 import json
 import os
 import threading
@@ -90,16 +91,35 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     assert lines[-1].startswith('| **average (2 tasks)** | | **100.0%**'), lines
 
 
+def test_metaworld_evaluation_jobs_cover_every_episode_once():
+    """eval.metaworld_jobs: every (task, episode) exactly once, in contiguous parts when there are more processes than
+    tasks (about two per process), the random baseline's tasks whole, bad counts refused."""
+    import eval as ev
+    for n_tasks, trials, workers in itertools.product((1, 2, 3, 10), (1, 2, 5, 10, 13), (1, 2, 3, 7, 16, 40)):
+        names = [f't{i}' for i in range(n_tasks)]
+        for baseline in ('', 'expert', 'random'):
+            jobs = ev.metaworld_jobs(names, trials, workers, baseline)
+            got = sorted((j['task'], j['first'] + k) for j in jobs for k in range(j['trials']))
+            assert got == sorted((t, k) for t in names for k in range(trials)), (n_tasks, trials, workers, baseline)
+            assert all(j['trials'] >= 1 for j in jobs)
+            whole = baseline == 'random' or workers <= n_tasks
+            assert len(jobs) == (n_tasks if whole else n_tasks * min(trials, -(-2 * workers // n_tasks)))
+    for bad in (([], 10, 2), (['t'], 0, 2), (['t'], 5, 0)):
+        with pytest.raises(ValueError, match='expected at least one task, trial and worker'):
+            ev.metaworld_jobs(*bad)
+
+
 def test_metaworld_evaluation_splits_a_task_over_processes():
-    """eval.py with more processes than tasks runs a task's episodes in several processes: the same episodes (seeds,
-    outcomes, lengths) in the same order as one process, and the first episode's frames kept."""
+    """eval.py with more processes than tasks runs a task's episodes in several processes (here 4 jobs): the same
+    episodes (seeds, outcomes, lengths) in the same order as one process, and the first episode's frames kept."""
     os.environ.setdefault('MUJOCO_GL', 'osmesa')
     pytest.importorskip('metaworld')
     import eval as ev
-    runs = [ev.run_metaworld(None, ['reach-v3'], trials=4, size=16, workers=w, baseline='expert', progress=False)
+    assert len(ev.metaworld_jobs(['reach-v3'], 5, 2, 'expert')) == 4
+    runs = [ev.run_metaworld(None, ['reach-v3'], trials=5, size=16, workers=w, baseline='expert', progress=False)
             for w in (1, 2)]
     key = lambda rows: [(r['episode'], r['seed'], r['success'], r['steps'], r['frames'] is not None) for r in rows]
-    assert key(runs[0]) == key(runs[1]) == [(k, sim.EVAL_SEED + k, 1, runs[0][k]['steps'], k == 0) for k in range(4)]
+    assert key(runs[0]) == key(runs[1]) == [(k, sim.EVAL_SEED + k, 1, runs[0][k]['steps'], k == 0) for k in range(5)]
     assert len({r['steps'] for r in runs[0]}) > 1, 'the episodes should differ'
 
 
@@ -226,6 +246,16 @@ def test_metaworld_writer_numbers_split_jobs_as_one_process_does(tmp_path, monke
     assert drop(metas[3]) == drop(metas[1])
     with pytest.raises(ValueError, match=r'pick-place-v3: the scripted expert failed all 18 tries \(seeds 0-17\)'):
         sim.write_metaworld(str(tmp_path / 'fail'), ['push-v3', 'pick-place-v3'], episodes=6, workers=1, parts=3)
+    # written again into the same directory: the earlier run's files go; a directory of anything else is refused
+    sim.write_metaworld(str(tmp_path / 'parts3'), ['push-v3'], episodes=2, workers=1, parts=1)
+    assert os.listdir(tmp_path / 'parts3' / 'data' / 'chunk-000') == ['file-000.parquet']
+    (tmp_path / 'other').mkdir()
+    (tmp_path / 'other' / 'notes.txt').write_text('mine')
+    for bad, match in ((dict(out=str(tmp_path / 'other')), 'holds no dataset this writer wrote'),
+                       (dict(out=str(tmp_path / 'new'), parts=0), 'parts=0')):
+        with pytest.raises(ValueError, match=match):
+            sim.write_metaworld(tasks=['push-v3'], episodes=2, workers=1, **bad)
+    assert (tmp_path / 'other' / 'notes.txt').read_text() == 'mine'
 
 
 def test_metaworld_seeds_reproduce_and_differ():
@@ -308,6 +338,7 @@ def test_metaworld_task_lists():
     groups = [sim.difficulty(t) for t in sim.MT50]
     assert [groups.count(g) for g in ('easy', 'medium', 'hard', 'very hard')] == [28, 11, 6, 5]
     assert sim.metaworld_tasks('reach-v3,push-v3') == ['reach-v3', 'push-v3']
+    assert sim.metaworld_tasks('reach-v3,push-v3,reach-v3') == ['reach-v3', 'push-v3']
     with pytest.raises(ValueError, match="unknown Meta-World tasks \\['reach'\\]"):
         sim.metaworld_tasks('reach')
 

@@ -1,8 +1,9 @@
 """Why does a reach-v3 policy fail when it replans after every action (g1)? Runs a checkpoint in this process as
 eval.py does (noise seed 0, stop at success, 400 steps), executing `replan` actions of each chunk, and prints per
-episode: success, steps, the tool centre point's distance to the goal (start, closest, end), and over the requests of
-the first 60 steps the mean cosine of the policy's first (dx, dy, dz) with the expert's, the mean norm of both, and
-the mean cosine between consecutive requests' first actions (how steadily the policy aims).
+episode: success, steps, the tool centre point's distance to the goal (start, closest, end), and over the requests
+made before the closest approach (so that overshooting, where the expert turns back, does not count) the mean cosine of
+the policy's first (dx, dy, dz) with the expert's, the range of the norms of both, and the mean cosine between
+consecutive requests' first actions (how steadily the policy aims).
     MUJOCO_GL=osmesa python docs/closed_loop/g2_reach_replan_trace.py <checkpoint dir> <replan> <seed> [<seed> ...]"""
 import os
 import sys
@@ -34,12 +35,14 @@ for seed in seeds:
         d.append(np.linalg.norm(np.asarray(env.env.tcp_center) - goal))
         if env.step(plan.pop(0)):
             break
-    early = [x for x in asked if x[0] < 60]
+    closest = int(np.argmin(d))
+    early = [x for x in asked if x[0] <= closest]
     steady = np.mean([cos(p[1], q[1]) for p, q in zip(early, early[1:])])
+    span = lambda v: f'{min(v):.2f}-{max(v):.2f}'
     print(f'replan {replan} seed {seed}: success {int(env.success)} steps {t + 1} | tcp to goal start '
-          f'{d[0] * 100:.1f} cm, closest {min(d) * 100:.1f} cm, end {d[-1] * 100:.1f} cm | first 60 steps: '
-          f'cos(policy, expert) {np.mean([cos(p, e) for _, p, e in early]):.2f}, |policy| '
-          f'{np.mean([np.linalg.norm(p) for _, p, _ in early]):.2f}, |expert| '
-          f'{np.mean([np.linalg.norm(e) for _, _, e in early]):.2f}, cos(consecutive requests) {steady:.2f}',
+          f'{d[0] * 100:.1f} cm, closest {min(d) * 100:.1f} cm at step {closest}, end {d[-1] * 100:.1f} cm | '
+          f'{len(early)} requests up to the closest approach: cos(policy, expert) mean '
+          f'{np.mean([cos(p, e) for _, p, e in early]):.2f}, |policy| {span([np.linalg.norm(p) for _, p, _ in early])}, '
+          f'|expert| {span([np.linalg.norm(e) for _, _, e in early])}, cos(consecutive requests) {steady:.2f}',
           flush=True)
 env.close()
