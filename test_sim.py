@@ -202,6 +202,13 @@ def test_metaworld_writer_splits_a_task_and_keeps_the_one_process_episodes(tmp_p
     assert drop(split[0]) == drop(one[0])
     assert split[2].keys() == one[2].keys() and all(split[2][k] == one[2][k] for k in one[2]), \
         [k for k in one[2] if split[2][k] != one[2][k]]
+    arrays = {}  # and prepare.py reads the split files into the same prepared dataset
+    for name in ('one', 'split'):
+        prepare.prepare(str(tmp_path / name), str(tmp_path / f'{name}_prepared'), 'words', image_size=16,
+                        max_token_len=48, workers=1)
+        arrays[name] = {f: np.load(tmp_path / f'{name}_prepared' / f) for f in
+                        ('actions.npy', 'state.npy', 'images_0.npy', 'images_1.npy', 'episode_starts.npy')}
+    assert all(np.array_equal(arrays['one'][f], arrays['split'][f]) for f in arrays['one'])
 
 
 def test_metaworld_writer_numbers_split_jobs_as_one_process_does(tmp_path, monkeypatch):
