@@ -177,9 +177,8 @@ def metaworld_jobs(task_names, trials, workers, baseline='', **common):
     if not task_names or trials < 1 or workers < 1:
         raise ValueError(f'Meta-World evaluation of tasks {task_names} with trials={trials}, workers={workers}: '
                          f'expected at least one task, trial and worker')
-    parts = 1 if baseline == 'random' or workers <= len(task_names) else min(trials, -(-2 * workers // len(task_names)))
-    return [dict(task=t, first=trials * k // parts, trials=trials * (k + 1) // parts - trials * k // parts,
-                 baseline=baseline, **common) for t in task_names for k in range(parts)]
+    ranges = sim.task_parts(len(task_names), trials, 1 if baseline == 'random' else workers)
+    return [dict(task=t, first=first, trials=n, baseline=baseline, **common) for t in task_names for first, n in ranges]
 
 
 def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=128, workers=1, api_key=None,

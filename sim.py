@@ -278,6 +278,14 @@ def metaworld_tasks(spec):
         raise ValueError(f"unknown Meta-World tasks {unknown}: use mt10, mt50 or names like reach-v3,push-v3")
     return list(dict.fromkeys(tasks))
 
+def task_parts(n_tasks, per_task, procs, min_part=1, parts=None):
+    """One task's `per_task` items (episodes, seeds) as contiguous (first, count) ranges for parallel jobs: the whole
+    task while there are no more processes than tasks, else about two parts per process (for balance), each of at
+    least min_part items; `parts` forces the number of ranges."""
+    if parts is None:
+        parts = 1 if procs <= n_tasks else max(1, min(-(-2 * procs // n_tasks), per_task // min_part))
+    return [(per_task * k // parts, per_task * (k + 1) // parts - per_task * k // parts) for k in range(parts)]
+
 def default_gl():
     """MUJOCO_GL for headless rendering: egl where an NVIDIA GPU is visible, else Mesa's software osmesa."""
     return "egl" if os.path.exists("/dev/nvidia0") else "osmesa"
@@ -449,8 +457,8 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
             os.remove(stale)
     os.makedirs(os.path.join(out, "meta", "episodes", "chunk-000"), exist_ok=True)
     procs = workers or min(len(os.sched_getaffinity(0)), 32)
-    if parts is None:
-        parts = 1 if procs <= len(names) else max(1, min(-(-2 * procs // len(names)), episodes // 5))
+    ranges = task_parts(len(names), episodes, procs, min_part=5, parts=parts)
+    parts = len(ranges)
     slots = parts + (parts > 1)  # task i's files: i * slots + (its parts, then the job after them)
     common = dict(size=size, out=out, action_noise=action_noise, hold_steps=hold_steps)
 
@@ -460,10 +468,8 @@ def write_metaworld(out, tasks="mt10", episodes=50, size=128, workers=None, acti
 
     jobs = []
     for i in range(len(names)):
-        sizes = [episodes // parts + (k < episodes % parts) for k in range(parts)]
-        for k, n in enumerate(sizes):
-            before = sum(sizes[:k])
-            jobs.append(job(i, k, DEMO_SEED + before, n, 3 * episodes if parts == 1 else n, i * episodes + before))
+        for k, (first, n) in enumerate(ranges):
+            jobs.append(job(i, k, DEMO_SEED + first, n, 3 * episodes if parts == 1 else n, i * episodes + first))
     results = {}  # file number -> (job, [{seed, length}], tries)
     processes = mp.get_context("spawn").Pool(min(procs, len(jobs))) if min(procs, len(jobs)) > 1 else \
         contextlib.nullcontext()  # spawn: a forked MuJoCo/GL context is not safe to reuse
