@@ -37,7 +37,8 @@ ckpt = ''                  # a checkpoint to serve here (on 127.0.0.1, a free po
 server = ''                # host:port of a running serve.py
 api_key = ''
 weights = 'auto'           # with ckpt: 'auto' | 'ema' | 'model' | 'init' (random weights)
-noise_seed = 0             # with ckpt: the same sampling noise for every request, so a run repeats exactly; -1: fresh
+noise_seed = 0             # with ckpt: noise from the seed and each observation (serve.Policy.noise), so a run
+                           # repeats exactly; -1: fresh noise every request
 device = 'auto'
 env = 'synthetic'          # 'synthetic' | 'metaworld' | 'libero'
 episodes = 50              # synthetic: seeded episodes
