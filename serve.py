@@ -270,8 +270,8 @@ class Policy:
         openpi's and LeRobot's policies draw it. noise_seed s: row j from a generator seeded by s and a checksum of
         row j's images and prompt tokens, so the same observation always gets the same noise (a run repeats exactly,
         however requests interleave) while every new observation gets new noise. One draw shared by all requests
-        would tilt every action the same way: a reach-v3 policy solved 57%, 60% or 20% by the draw alone. Drawn on
-        the CPU, so a seed means the same numbers on every device (CUDA's generator draws others)."""
+        tilts every action the same way: a reach-v3 policy solved 17 of 30 episodes with one draw, 1 of 30 with
+        another. Drawn on the CPU, so a seed means the same numbers on every device (CUDA's generator draws others)."""
         shape = (self.cfg.action_horizon, self.cfg.action_dim)
         if self.noise_seed is None:
             return torch.randn(len(batch['images']), *shape)
