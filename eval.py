@@ -14,7 +14,7 @@ synthetic: episode e starts from sim.Scene.random(np.random.default_rng([seed, e
 generator seeded 0) does not hold. metaworld: episode k of each task resets with seed --seed + k (default
 sim.EVAL_SEED; the demonstrations use seeds from sim.DEMO_SEED), ends at the first success or after 400 steps
 (LeRobot's protocol), in `workers` processes (a task's episodes split among several when there are more processes
-than tasks: the same episodes with a fixed noise seed). Writes out_dir/episodes.csv (one row per episode), for Meta-World also
+than tasks: the same episodes with a noise seed). Writes out_dir/episodes.csv (one row per episode), for Meta-World also
 tasks.md (success per task and difficulty group), and strips of the first episodes as PNG.
 """
 import csv

@@ -254,7 +254,8 @@ class Policy:
         return ids, data.bucketed(len(ids), i['prompt_bucket'], self.cfg.max_token_len)  # the training buckets
 
     def prepare(self, observations, to_device=True):
-        """A list of observation dicts -> the model's batch on the device (prompts padded to a common bucket)."""
+        """A list of observation dicts -> the model's batch on the device (to_device=False: on the CPU), prompts
+        padded to a common bucket."""
         images = np.stack([np.stack([self._image(o, c) for c in self.info['cameras']]) for o in observations])
         tokens = [self._tokens(o) for o in observations]
         L = max(n for _, n in tokens)
@@ -266,19 +267,18 @@ class Policy:
         return {k: v.to(self.device) for k, v in batch.items()} if to_device else batch
 
     def noise(self, batch):
-        """The sampling noise for a prepared batch, (B, H, 32) on the CPU. noise_seed None: fresh every request, as
-        openpi's and LeRobot's policies draw it. noise_seed s: row j from a generator seeded by s and a checksum of
-        row j's images and prompt tokens, so the same observation always gets the same noise (a run repeats exactly,
-        however requests interleave) while every new observation gets new noise. One draw shared by all requests
-        tilts every action the same way: a reach-v3 policy solved 17 of 30 episodes with one draw, 1 of 30 with
-        another. Drawn on the CPU, so a seed means the same numbers on every device (CUDA's generator draws others)."""
+        """The sampling noise for a prepared batch: (B, H, action_dim), on the CPU. noise_seed None: fresh every
+        request, as openpi's and LeRobot's policies draw it. noise_seed s: row j from a generator seeded by s and a
+        checksum of row j's images and prompt tokens (padding excluded): the same observation gets the same noise,
+        on every device and whatever else is in the batch, so a run repeats exactly however requests interleave,
+        and each new observation gets new noise (an observation repeated exactly gets the same actions again)."""
         shape = (self.cfg.action_horizon, self.cfg.action_dim)
         if self.noise_seed is None:
             return torch.randn(len(batch['images']), *shape)
         rows = []
-        for im, ids, m in zip(batch['images'].numpy(), batch['tokens'].numpy(), batch['token_mask'].numpy()):
+        for im, ids, m in zip(*(batch[k].cpu().numpy() for k in ('images', 'tokens', 'token_mask'))):
             crc = zlib.crc32(str(self.noise_seed).encode())  # the CPU generator keeps 32 bits of its seed: one checksum
-            crc = zlib.crc32(ids[m].tobytes(), zlib.crc32(np.ascontiguousarray(im).tobytes(), crc))
+            crc = zlib.crc32(ids[m].tobytes(), zlib.crc32(im.tobytes(), crc))
             rows.append(torch.randn(shape, generator=torch.Generator().manual_seed(crc)))
         return torch.stack(rows)
 

@@ -76,6 +76,9 @@ def test_policy_preprocessing_is_the_training_pipeline(trained):
     assert got.shape == (3, pol.cfg.action_horizon, 7) and np.allclose(got, want, atol=1e-5), np.abs(got - want).max()
 
 
+GOLDEN_NOISE = [0.8259396, 1.9563507, 1.0868452]  # serve.Policy.noise of the hand-made batch below, noise seed 0
+
+
 def test_seeded_noise_follows_the_observation(trained):
     """With a noise seed, each observation gets its own noise, the same whatever else is in the batch and however
     often it is asked (so an evaluation repeats exactly), and other observations or seeds get other noise; without
@@ -98,6 +101,16 @@ def test_seeded_noise_follows_the_observation(trained):
     assert not torch.equal(fresh.noise(pol.prepare([obs])), fresh.noise(pol.prepare([obs])))
     a = pol.infer_batch([frame_obs(d, f) for f in frames])[1]['actions']
     assert np.allclose(a, pol.infer(frame_obs(d, 7))['actions'], atol=1e-5), 'a batched reply is the single reply'
+    batch = pol.prepare([obs], to_device=False)
+    padded = dict(batch, tokens=torch.cat([batch['tokens'], torch.zeros(1, 8, dtype=torch.long)], 1),
+                  token_mask=torch.cat([batch['token_mask'], torch.zeros(1, 8, dtype=torch.bool)], 1))
+    assert torch.equal(pol.noise(padded), pol.noise(batch)), 'padding (set by the other prompts) must not matter'
+    pixel = obs['observation/wrist_image'].copy()
+    pixel[0, 0, 0] ^= 1
+    assert not torch.equal(pol.noise(pol.prepare([dict(obs, **{'observation/wrist_image': pixel})])), pol.noise(batch))
+    fixed = dict(images=torch.zeros(1, 2, 3, 4, 4, dtype=torch.uint8), tokens=torch.tensor([[5, 6, 0]]),
+                 token_mask=torch.tensor([[True, True, False]]))  # pinned: a new hash would change every seeded result
+    assert np.allclose(pol.noise(fixed)[0, 0, :3].numpy(), GOLDEN_NOISE, atol=1e-6), pol.noise(fixed)[0, 0, :3]
 
 
 def test_a_checkpoint_copied_alone_serves(trained, tmp_path):

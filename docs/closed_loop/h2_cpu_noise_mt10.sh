@@ -1,4 +1,4 @@
-# RAN 2026-12-02 (session 2, call 3, one H200, torch 2.11.0+cu130) with serve.py drawing noise on the CPU (commit after 9d9218a): results in h2_results.txt
+# RAN 2026-12-02 (session 2, call 3, one H200, torch 2.11.0+cu130) with serve.py drawing the seed-0 noise once on the CPU for every request (an intermediate state of serve.py, never committed; 6cd3e2a draws it per observation): results in h2_results.txt
 #!/bin/bash
 # 2026-12-02 session 2, call 3: serve.py now draws the sampling noise on the CPU (h1: every CUDA-served variant of the
 # same reach policy 3% vs 57% served on the CPU; the one thing left that differs is CUDA's generator for noise seed 0).
