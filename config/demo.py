@@ -7,7 +7,8 @@
 # 32 px images cost a third of 64 px on the CPU and still learn (86% after 1000 iterations, 96% after 1250 at lr 2e-3;
 # lr 3e-3: 36% / 72%); the loss over the 7 real action dims learns ~1.5x faster than over all 32 (openpi's); no
 # augmentation. This config on a 2-core CPU (2026-12-02): 40 of 50 at eval.py's default noise seed 0, 42-44 at seeds 1-3
-# and with fresh noise (docs/closed_loop/h5_demo_cpu_fresh_clone.txt).
+# and with fresh noise; an EMA of the weights (decay 0.99) gave the same mean over seeds 0-3
+# (docs/closed_loop/h5_demo_cpu_fresh_clone.txt).
 out_dir = 'out/demo'
 data_dir = 'data_cache/synthetic1_32'
 synthetic_episodes = 2000  # 200 scenes are memorised, not generalised
