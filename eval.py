@@ -340,7 +340,8 @@ if __name__ == '__main__':
     size = image_size or meta.get('image_size') or (128 if env == 'metaworld' else 64)
     out_dir = out_dir or os.path.join('out', 'eval', f"{env}_{time.strftime('%Y%m%d-%H%M%S')}")
     os.makedirs(out_dir, exist_ok=True)
-    noise = '' if not local else (f", noise seeded by {noise_seed} and each observation" if noise_seed >= 0 else ', fresh noise')
+    noise = '' if not local else \
+        f', noise seeded by {noise_seed} and each observation' if noise_seed >= 0 else ', fresh noise'
     print(f"policy: {meta['checkpoint']} ({meta['weights']} weights{noise}), horizon {meta['action_horizon']}, "
           f"action dim {meta['action_dim']}, keys {keys} | writing {out_dir}")
     t0 = time.perf_counter()

@@ -275,10 +275,10 @@ class Policy:
         shape = (self.cfg.action_horizon, self.cfg.action_dim)
         if self.noise_seed is None:
             return torch.randn(len(batch['images']), *shape)
+        seed = zlib.crc32(str(self.noise_seed).encode())  # the CPU generator keeps 32 bits of its seed: one checksum
         rows = []
         for im, ids, m in zip(*(batch[k].cpu().numpy() for k in ('images', 'tokens', 'token_mask'))):
-            crc = zlib.crc32(str(self.noise_seed).encode())  # the CPU generator keeps 32 bits of its seed: one checksum
-            crc = zlib.crc32(ids[m].tobytes(), zlib.crc32(im.tobytes(), crc))
+            crc = zlib.crc32(ids[m].tobytes(), zlib.crc32(im.tobytes(), seed))
             rows.append(torch.randn(shape, generator=torch.Generator().manual_seed(crc)))
         return torch.stack(rows)
 
