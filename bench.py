@@ -363,6 +363,15 @@ def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, 
     return pearson, rel
 
 
+@torch.no_grad()
+def perturb(model, scale=0.02):
+    """Add seeded noise to every weight: fresh init zeroes the adaRMS gates (the expert layers start as identity),
+    so every attention variant would give the same actions and the comparisons of inference paths could not fail."""
+    g = torch.Generator(model.embed_tokens.weight.device).manual_seed(seed)
+    for p in model.parameters():
+        p.add_(torch.randn(p.shape, generator=g, device=p.device, dtype=p.dtype) * scale)
+
+
 def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
@@ -377,6 +386,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
     model = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16 if device == 'cuda' else torch.float32)
+    perturb(model)
     model.set_param_dtype(torch.bfloat16 if device == 'cuda' else torch.float32).eval().requires_grad_(False)
     sync = torch.cuda.synchronize if device == 'cuda' else (lambda: None)
     g = torch.Generator().manual_seed(seed)
@@ -482,8 +492,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             torch.cuda.empty_cache()                           # smaller GPUs than an H200 need not hold both)
             torch.manual_seed(seed)
             tuned = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16)
+            perturb(tuned)
             tuned.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
-            sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs')
+            sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None)
             name = 'fused projections, max-autotune'
             for B in batch_sizes[:2]:
                 row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(*same[B]), B,

@@ -260,6 +260,11 @@ class TestGPU:
         ref = pol.model.sample_actions(batch, noise=noise)
         plain = serve.GraphedSampler(pol.model, compile=False, fuse=False)
         assert torch.equal(plain(batch, noise), ref), 'replaying the eager kernels must give identical actions'
+        one = {k: v[:1] for k, v in batch.items()}  # batch 1: the default ('auto') runs the grouped denoising attention
+        want = pol.model.sample_actions(one, noise=noise[:1], denoise_attn='grouped')
+        assert torch.equal(plain(one, noise[:1]), want), 'batch 1 must replay the grouped denoising attention'
+        err = ((want - ref[:1]).norm() / ref[:1].norm()).item()
+        assert 0 < err < 2e-2, f'grouped vs sdpa denoising attention at batch 1: relative error {err:.2e}'
         fast = serve.GraphedSampler(pol.model, fuse=False)  # compiled layers: fused kernels, bf16 rounding differs
         got = fast(batch, noise)
         err = ((got - ref).norm() / ref.norm()).item()
