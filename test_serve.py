@@ -266,8 +266,9 @@ class TestGPU:
         assert torch.equal(plain(batch, noise), ref), 'replaying the eager kernels must give identical actions'
         one = {k: v[:1] for k, v in batch.items()}  # batch 1: the default ('auto') runs the grouped denoising attention
         want = pol.model.sample_actions(one, noise=noise[:1], denoise_attn='grouped')
+        sdpa = pol.model.sample_actions(one, noise=noise[:1])
         assert torch.equal(plain(one, noise[:1]), want), 'batch 1 must replay the grouped denoising attention'
-        err = ((want - ref[:1]).norm() / ref[:1].norm()).item()
+        err = ((want - sdpa).norm() / sdpa.norm()).item()  # > 0: the equality above could tell the two apart
         assert 0 < err < 2e-2, f'grouped vs sdpa denoising attention at batch 1: relative error {err:.2e}'
         fast = serve.GraphedSampler(pol.model, fuse=False)  # compiled layers: fused kernels, bf16 rounding differs
         got = fast(batch, noise)
@@ -310,7 +311,7 @@ class TestGPU:
         batch = pol.prepare([frame_obs(trained[1], 0)])
         noise = torch.randn(1, pol.cfg.action_horizon, 32, device='cuda')
         ref = pol.model.sample_actions(batch, noise=noise)
-        tuned = serve.GraphedSampler(pol.model, compile_mode='max-autotune-no-cudagraphs')
+        tuned = serve.GraphedSampler(pol.model, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None)
         got = tuned(batch, noise)
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'max-autotune + graph vs eager: relative error {err:.2e}'

@@ -9,7 +9,7 @@
 # draw for every request); 16000 scenes: 97/100 at 8000 and 96/100 at 10000 (noise per observation, seed 0; with
 # seed 1 / fresh noise 94 / 94 at 8000, 95 / 97 at 10000), ~5 minutes to iteration 10000. The run stops there, at
 # 10000 of the 12000-iteration schedule it was measured with. With an EMA of the weights an iteration took ~23 ms
-# instead of 17-20 (i1_*, i2_*).
+# instead of 15-20 (i1_*, i2_*, c4_*).
 # bf16 at lr 2e-3 hit a non-finite gradient at 1975.
 out_dir = 'out/demo_gpu'
 data_dir = 'data_cache/synthetic3_64_16000'

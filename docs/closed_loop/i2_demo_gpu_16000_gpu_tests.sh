@@ -1,7 +1,7 @@
 # RAN 2026-12-02 (session 3, call 3, one H200, torch 2.11.0+cu130), as written; the checkpoints were evaluated on a 2-core CPU
 # afterwards (i2_results.txt). serve.py then had GraphedSampler(denoise_attn='auto') (commit after b300bcb).
 #!/bin/bash
-# 2026-12-02 session 3, call 3: j_a's demo_gpu run again without the EMA (the EMA took an iteration from 15.4 to
+# 2026-12-02 session 3, call 3: i1's (j_a.sh's) demo_gpu run again without the EMA (the EMA took an iteration from 15.4 to
 # 24 ms, so the 300 s limit stopped it at 7200 iterations), 16000 scenes, 12000 iterations; checkpoints come back
 # for evaluation on the CPU. Beside it, the GPU tests of serve.py's new default (grouped denoising attention at batch 1).
 source .gpu/common.sh
