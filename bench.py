@@ -363,13 +363,10 @@ def compare_losses(named, variant, n_steps, device, depth=4, vit_depth=4, B=16, 
     return pearson, rel
 
 
-@torch.no_grad()
-def perturb(model, scale=0.02):
-    """Add seeded noise to every weight: fresh init zeroes the adaRMS gates (the expert layers start as identity),
-    so every attention variant would give the same actions and the comparisons of inference paths could not fail."""
-    g = torch.Generator(model.embed_tokens.weight.device).manual_seed(seed)
-    for p in model.parameters():
-        p.add_(torch.randn(p.shape, generator=g, device=p.device, dtype=p.dtype) * scale)
+def perturb(model):
+    """Seeded noise on every weight (model.perturb_weights), the same for every build, so that the comparisons of
+    inference paths below can fail."""
+    M.perturb_weights(model, 0.02, torch.Generator(model.embed_tokens.weight.device).manual_seed(seed))
 
 
 def infer_table(lengths, device, batch_sizes=(1, 8, 32)):

@@ -699,6 +699,15 @@ def rtc_weights(horizon, overlap, delay):
     return torch.where(i < delay, 1.0, torch.where(i < overlap, w, 0.0)).float()
 
 
+@torch.no_grad()
+def perturb_weights(model, scale, generator=None):
+    """Add scale * N(0, 1) to every parameter, for tests and benchmarks that compare computation paths: fresh init
+    zeroes the adaRMS gates and the image projector, so the expert layers are the identity and a wrong attention or
+    projection path could not change an output. generator None: torch's global generator."""
+    for p in model.parameters():
+        p.add_(torch.randn(p.shape, generator=generator, device=p.device, dtype=p.dtype) * scale)
+
+
 # -----------------------------------------------------------------------------
 # training wrappers, applied from outside in torchtitan's order: fp8 (fp8.py) -> recompute -> compile -> DDP
 

@@ -37,9 +37,7 @@ def make_model(cfg=CFG, seed=0, **kw):
     """fp32 model with every parameter randomised (fresh init zeroes adaRMS and the projector, hiding bugs)."""
     torch.manual_seed(seed)
     m = M.Pi05(cfg, compute_dtype=torch.float32, **kw)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.add_(torch.randn_like(p) * 0.1)
+    M.perturb_weights(m, 0.1)
     return m
 
 

@@ -256,9 +256,7 @@ class TestGPU:
     def test_cuda_graph_replay_matches_direct_calls(self, trained):
         pol = serve.Policy(trained[0], 'cuda', noise_seed=0)
         torch.manual_seed(0)  # 3 iterations leave the adaRMS gates near their zero init, and in bf16 the attention
-        with torch.no_grad():  # then changes no action (grouped vs sdpa: 0.0): weights perturbed, so paths can differ
-            for p in pol.model.parameters():
-                p.add_(torch.randn_like(p) * 0.1)
+        M.perturb_weights(pol.model, 0.1)  # then changes no action (grouped vs sdpa: 0.0): perturbed, paths can differ
         batch = pol.prepare([frame_obs(trained[1], f) for f in (0, 1)])
         noise = torch.randn(2, pol.cfg.action_horizon, 32, device='cuda')
         ref = pol.model.sample_actions(batch, noise=noise)
