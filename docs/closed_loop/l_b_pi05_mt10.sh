@@ -1,8 +1,8 @@
 # RAN 2026-12-02 (session 4, call 2, one H200, torch 2.11.0+cu130), as written; results in l_results.txt
 #!/bin/bash
-# prepared for a later session (not yet run): what the full pi05 shape reaches on MT10 from scratch in about the time
-# the 'small' model trains (~3 min: 350 iterations at ~0.53 s; no EMA and one checkpoint at the end, since a pi05
-# checkpoint with optimizer state is ~39 GB of the 64 GB disk, ~52 with an EMA; the evaluation serves ~30 ms per request), 224 px data, micro-batch 32, the default compile
+# what the full pi05 shape reaches on MT10 from scratch in a few minutes of training (350 iterations; no EMA and one
+# checkpoint at the end: a pi05 checkpoint with optimizer state is ~39 GB of the 64 GB disk, ~52 with an EMA),
+# 224 px data, micro-batch 32, the default compile
 source .gpu/common.sh
 L=$OUT/logs; mkdir -p $L
 T0=$(date +%s)

@@ -1,7 +1,7 @@
 """Does a Meta-World policy use its instruction? For the frames of the tasks that share one scene (reach, push,
 pick-place), the first predicted action (dx, dy, dz) under each task's instruction vs the expert's action:
 rows = the frame's task, columns = the instruction sent. A policy that ignores the prompt has equal columns.
-    python promptswap.py <ckpt> <prepared dir> [device]"""
+    python docs/closed_loop/l_promptswap.py <ckpt> <prepared dir> [device]   (from the repository root)"""
 import os
 import sys
 

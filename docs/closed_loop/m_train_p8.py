@@ -1,6 +1,7 @@
 """train.py with one more model shape, 'small_p8': the 'small' model with 8 px patches (256 tokens per 128 px camera
 instead of 64), to see whether a finer grid lets MT10's policy place the gripper on the puck.
-    python .gpu/train_p8.py config/metaworld.py --model_name=small_p8 ... (train.py's arguments)"""
+    python docs/closed_loop/m_train_p8.py config/metaworld.py --model_name=small_p8 ... (train.py's arguments; from
+    the repository root)"""
 import dataclasses
 import os
 import runpy
