@@ -1,6 +1,7 @@
 #!/bin/bash
 # RAN 2026-12-02 (session 4) as written on a 2-core CPU; results in n_results.txt. Then, by hand, with OMP_NUM_THREADS=1:
 #   python docs/closed_loop/n_puck_trace.py /tmp/n1/out/ckpt_4000 push-v3 10000 10  (and pick-place-v3) -> n1_trace_*.txt
+#   python docs/closed_loop/n_puck_trace.py /tmp/n1/out/ckpt_4000 push-v3 10000 5 auto expert  (and pick-place-v3) -> n1_trace_*_expert_driven.txt
 # session 2026-12-02 (4), 2-core CPU, torch 2.13.0+cpu, MUJOCO_GL=osmesa: are the puck tasks learnable by a small
 # pi05-shaped model at all when trained on them alone? reach, push, pick-place x50 (MT3), the cpu128 model of d2-e5,
 # the e4 recipe (micro-batch 32, lr 1e-3 -> 1e-4, 100 warm-up) for 4000 iterations, raw and EMA weights, 20 episodes

@@ -3,8 +3,10 @@
 (dx, dy, dz) with the scripted expert's at the same state, split by the expert's phase: 'align' (the hand more than
 2 cm from the puck in xy: the expert moves over it), 'descend' (over it, more than 4 cm above), 'contact' (at the puck:
 push or grasp and carry). Per episode: success, the hand's closest xy distance to the puck, whether the puck moved
-(> 2 cm), its final distance to the goal, and the share of replans in each phase.
-    MUJOCO_GL=osmesa python docs/closed_loop/n_puck_trace.py <checkpoint dir> <task> <first seed> <episodes> [weights]"""
+(> 2 cm), its final distance to the goal, and the share of replans in each phase. With drive='expert' the expert's
+actions run the robot and the policy is only asked (open loop on the demonstrations' kind of states).
+    MUJOCO_GL=osmesa python docs/closed_loop/n_puck_trace.py <checkpoint dir> <task> <first seed> <episodes> [weights]
+        [policy|expert]"""
 import os
 import sys
 
@@ -17,6 +19,7 @@ import sim  # noqa: E402
 
 ckpt, task, seed0, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 pol = serve.Policy(ckpt, device='cpu', weights=sys.argv[5] if len(sys.argv) > 5 else 'auto')
+drive = sys.argv[6] if len(sys.argv) > 6 else 'policy'
 keys = pol.metadata()['observation_keys']
 env = sim.MetaWorld(task, 128)
 phases = {'align': [], 'descend': [], 'contact': []}
@@ -40,7 +43,8 @@ for k in range(n):
             phases[phase].append(c)
             seen[phase] += 1
             plan = list(a[:5])
-        if env.step(plan.pop(0)):
+        act = plan.pop(0)
+        if env.step(env.expert_action() if drive == 'expert' else act):
             break
     moved = float(np.linalg.norm(env.obs[4:6] - puck0[:2]))
     total = sum(seen.values())
