@@ -2,7 +2,9 @@
 (eval.py's loop: replan every 5 actions, stop at success, 400 steps) and, at every replan, compares the policy's first
 (dx, dy, dz) with the scripted expert's at the same state, split by the expert's phase: 'align' (the hand more than
 2 cm from the puck in xy: the expert moves over it), 'descend' (over it, more than 4 cm above), 'contact' (at the puck:
-push or grasp and carry). Per episode: success, the hand's closest xy distance to the puck, whether the puck moved
+push or grasp and carry); phases by geometry, close to but not exactly the experts' own rules (pick-place descends to
+5 cm, its grasp waits without moving). Per phase: the cosine in 3D and in xy alone, the mean dz of both, the hand's
+height above the puck. Per episode: success, the hand's closest xy distance to the puck, whether the puck moved
 (> 2 cm), its final distance to the goal, and the share of replans in each phase. With drive='expert' the expert's
 actions run the robot and the policy is only asked (open loop on the demonstrations' kind of states).
     MUJOCO_GL=osmesa python docs/closed_loop/n_puck_trace.py <checkpoint dir> <task> <first seed> <episodes> [weights]
@@ -39,8 +41,9 @@ for k in range(n):
             a = np.asarray(pol.infer(obs)['actions'])
             e = env.expert_action()
             c = float(a[0, :3] @ e[:3] / (np.linalg.norm(a[0, :3]) * np.linalg.norm(e[:3]) + 1e-9))
+            cxy = float(a[0, :2] @ e[:2] / (np.linalg.norm(a[0, :2]) * np.linalg.norm(e[:2]) + 1e-9))
             phase = 'align' if xy > 0.02 else 'descend' if hand[2] - puck[2] > 0.04 else 'contact'
-            phases[phase].append(c)
+            phases[phase].append((c, cxy, a[0, 2], e[2], hand[2] - puck[2]))
             seen[phase] += 1
             plan = list(a[:5])
         act = plan.pop(0)
@@ -52,6 +55,9 @@ for k in range(n):
           f'closest {xy_min * 100:.1f} cm | puck moved '
           f'{moved * 100:.1f} cm, final puck-goal {np.linalg.norm(env.obs[4:7] - goal) * 100:.1f} cm | replans '
           + ', '.join(f'{p} {seen[p] / total:.0%}' for p in phases), flush=True)
-print('cos(policy, expert) by the expert\'s phase: ' + ', '.join(
-    f'{p} {np.mean(v):.2f} over {len(v)} replans' for p, v in phases.items() if v))
+for p, v in phases.items():
+    if v:
+        v = np.array(v)
+        print(f'{p} ({len(v)} replans): cos(policy, expert) {v[:, 0].mean():.2f}, in xy alone {v[:, 1].mean():.2f} | '
+              f'dz policy {v[:, 2].mean():+.2f}, expert {v[:, 3].mean():+.2f} | hand above the puck {v[:, 4].mean() * 100:.1f} cm')
 env.close()
