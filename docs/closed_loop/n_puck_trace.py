@@ -20,7 +20,7 @@ import serve  # noqa: E402
 import sim  # noqa: E402
 
 ckpt, task, seed0, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-pol = serve.Policy(ckpt, device='cpu', weights=sys.argv[5] if len(sys.argv) > 5 else 'auto')
+pol = serve.Policy(ckpt, device='cpu', weights=sys.argv[5] if len(sys.argv) > 5 else 'auto', noise_seed=0)
 drive = sys.argv[6] if len(sys.argv) > 6 else 'policy'
 keys = pol.metadata()['observation_keys']
 env = sim.MetaWorld(task, 128)
