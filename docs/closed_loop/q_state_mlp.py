@@ -1,0 +1,89 @@
+"""Is 50 demonstrations' worth of push-v3 / pick-place-v3 / reach-v3 learnable by plain behaviour cloning when the
+policy is given the exact state? An MLP (2 x 256, ReLU) regresses the expert's next H actions from hand xyz, gripper,
+object xyz and goal xyz (the oracle state, no images), trained on 50 expert episodes (seeds 0-49, MSE, Adam, 3000
+steps), then runs closed loop like eval.py (execute `replan` actions of each chunk, stop at success, 400 steps) on
+seeds 10000+. No rendering: a 2-core CPU does it in minutes.
+With input 'onehot' each value is first cut into 256 bins over its 1-99% quantile range, as the pi05 prompt does,
+and given as a one-hot vector (the bins' order unknown to the network, as for a model that learns embeddings for the
+word tokens '0'..'255' from scratch); 'ordinal': the same, the first layer starting from a code that is close for
+close bins and then trained (as p_ordinal_state.patch does to the token embeddings); 'fourier': such a code (64
+random Fourier features per value, 0.25 to `top` periods over the 256 bins) as fixed input features.
+    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|ordinal|fourier] [top]"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+os.environ.setdefault('MUJOCO_GL', 'osmesa')
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+import sim  # noqa: E402
+
+task = sys.argv[1]
+H, replan, n_eval = (int(a) for a in (sys.argv[2:5] + ['10', '5', '20'][len(sys.argv[2:5]):]))
+mode = (sys.argv[5:6] or ['exact'])[0]
+onehot = mode != 'exact'
+env = sim.MetaWorld(task, 32)
+
+def state():
+    return np.concatenate([env.obs[:7], np.asarray(env.env._target_pos)]).astype(np.float32)
+
+X, Y = [], []
+for seed in range(50):
+    env.reset(seed)
+    s, a = [], []
+    for _ in range(sim.MAX_STEPS):
+        s.append(state()), a.append(env.expert_action())
+        if env.step(a[-1]):
+            break
+    a = np.array(a + [a[-1]] * H)  # chunks past the end repeat the last action
+    X += s
+    Y += [a[t:t + H].ravel() for t in range(len(s))]
+X, Y = np.array(X), torch.tensor(np.array(Y))
+q01, q99 = np.quantile(X, 0.01, 0), np.quantile(X, 0.99, 0)
+
+g = torch.Generator().manual_seed(0)
+top = float((sys.argv[6:7] or ['64'])[0])  # 'fourier': the code's fastest variation, periods over the 256 bins
+cycles = torch.empty(64).uniform_(np.log(0.25), np.log(top), generator=g).exp()
+CODE = torch.cos(2 * np.pi * cycles * torch.arange(256.0)[:, None] / 256 + torch.rand(64, generator=g) * 2 * np.pi)
+
+def features(x):
+    if not onehot:
+        return torch.tensor(x)
+    b = np.clip(np.digitize(2 * (x - q01) / (q99 - q01 + 1e-8) - 1, np.linspace(-1, 1, 257)[:-1]) - 1, 0, 255)
+    if mode == 'fourier':  # a fixed code per bin, close for close bins (64 random Fourier features)
+        return CODE[torch.tensor(b)].flatten(-2)
+    return torch.nn.functional.one_hot(torch.tensor(b), 256).flatten(-2).float()
+
+X = features(X)
+mu, sd = X.mean(0), X.std(0) + 1e-3
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                          torch.nn.Linear(256, Y.shape[1]))
+if mode == 'ordinal':  # the first layer (an embedding per bin, summed) starts as model.init_ordinal_embeddings's code
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for d in range(X.shape[1] // 256):
+            cycles = torch.empty(256).uniform_(np.log(0.25), np.log(64), generator=g).exp()
+            phase = torch.rand(256, generator=g) * 2 * np.pi
+            code = torch.cos(2 * np.pi * cycles * torch.arange(256.0)[:, None] / 256 + phase)  # (bin, unit)
+            net[0].weight[:, d * 256:(d + 1) * 256] = code.T * (2 / X.shape[1] * 256) ** 0.5 / 10
+        mu, sd = torch.zeros_like(mu), torch.ones_like(sd)
+opt = torch.optim.Adam(net.parameters(), 1e-3)
+for step in range(3000):
+    i = torch.randint(0, len(X), (256,))
+    loss = ((net((X[i] - mu) / sd) - Y[i]) ** 2).mean()
+    opt.zero_grad(), loss.backward(), opt.step()
+wins = 0
+for k in range(n_eval):
+    env.reset(10000 + k)
+    plan = []
+    for t in range(sim.MAX_STEPS):
+        if not plan:
+            with torch.no_grad():
+                plan = list(net((features(state()) - mu) / sd).view(H, 4).numpy()[:replan])
+        if env.step(plan.pop(0)):
+            wins += 1
+            break
+print(f'{task}: input {mode}{" top " + str(top) if mode == "fourier" else ""}, {len(X)} frames, final train mse {loss.item():.4f}, H {H}, replan {replan}: {wins} of {n_eval} '
+      f'closed-loop successes (seeds 10000-{10000 + n_eval - 1})', flush=True)
