@@ -2,13 +2,14 @@
 policy is given the exact state? An MLP (2 x 256, ReLU) regresses the expert's next H actions from hand xyz, gripper,
 object xyz and goal xyz (the oracle state, no images), trained on 50 expert episodes (seeds 0-49, MSE, Adam, 3000
 steps), then runs closed loop like eval.py (execute `replan` actions of each chunk, stop at success, 400 steps) on
-seeds 10000+. No rendering: a 2-core CPU does it in minutes.
+seeds 10000+. No rendering: well under a minute per run on a 2-core CPU.
 With input 'onehot' each value is first cut into 256 bins over its 1-99% quantile range, as the pi05 prompt does,
 and given as a one-hot vector (the bins' order unknown to the network, as for a model that learns embeddings for the
 word tokens '0'..'255' from scratch); 'ordinal': the same, the first layer starting from a code that is close for
-close bins and then trained (as p_ordinal_state.patch does to the token embeddings); 'fourier': such a code (64
+close bins and then trained (as p_ordinal_state.patch does to the token embeddings); 'onehot_hand': one-hot bins for
+the four values of the real state (hand xyz, gripper), numbers for the object's and goal's; 'fourier': such a code (64
 random Fourier features per value, 0.25 to `top` periods over the 256 bins) as fixed input features.
-    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|ordinal|fourier] [top]"""
+    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|onehot_hand|ordinal|fourier] [top]"""
 import os
 import sys
 
@@ -22,7 +23,6 @@ import sim  # noqa: E402
 task = sys.argv[1]
 H, replan, n_eval = (int(a) for a in (sys.argv[2:5] + ['10', '5', '20'][len(sys.argv[2:5]):]))
 mode = (sys.argv[5:6] or ['exact'])[0]
-onehot = mode != 'exact'
 env = sim.MetaWorld(task, 32)
 
 def state():
@@ -47,16 +47,21 @@ top = float((sys.argv[6:7] or ['64'])[0])  # 'fourier': the code's fastest varia
 cycles = torch.empty(64).uniform_(np.log(0.25), np.log(top), generator=g).exp()
 CODE = torch.cos(2 * np.pi * cycles * torch.arange(256.0)[:, None] / 256 + torch.rand(64, generator=g) * 2 * np.pi)
 
+mu_x, sd_x = X.mean(0), X.std(0) + 1e-6
+
 def features(x):
-    if not onehot:
-        return torch.tensor(x)
-    b = np.clip(np.digitize(2 * (x - q01) / (q99 - q01 + 1e-8) - 1, np.linspace(-1, 1, 257)[:-1]) - 1, 0, 255)
-    if mode == 'fourier':  # a fixed code per bin, close for close bins (64 random Fourier features)
-        return CODE[torch.tensor(b)].flatten(-2)
-    return torch.nn.functional.one_hot(torch.tensor(b), 256).flatten(-2).float()
+    """numbers standardised; bins one-hot (0/1, not standardised: a bin unseen in training stays a plain 1) or coded"""
+    x, cols = np.asarray(x, np.float32), []
+    for d in range(x.shape[-1]):
+        if mode == 'exact' or (mode == 'onehot_hand' and d >= 4):
+            cols.append(torch.tensor((x[..., d:d + 1] - mu_x[d]) / sd_x[d]))
+            continue
+        b = torch.tensor(np.clip(np.digitize(2 * (x[..., d] - q01[d]) / (q99[d] - q01[d] + 1e-8) - 1,
+                                             np.linspace(-1, 1, 257)[:-1]) - 1, 0, 255))
+        cols.append(CODE[b] if mode == 'fourier' else torch.nn.functional.one_hot(b, 256).float())
+    return torch.cat(cols, -1).float()
 
 X = features(X)
-mu, sd = X.mean(0), X.std(0) + 1e-3
 torch.manual_seed(0)
 net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
                           torch.nn.Linear(256, Y.shape[1]))
@@ -68,11 +73,10 @@ if mode == 'ordinal':  # the first layer (an embedding per bin, summed) starts a
             phase = torch.rand(256, generator=g) * 2 * np.pi
             code = torch.cos(2 * np.pi * cycles * torch.arange(256.0)[:, None] / 256 + phase)  # (bin, unit)
             net[0].weight[:, d * 256:(d + 1) * 256] = code.T * (2 / X.shape[1] * 256) ** 0.5 / 10
-        mu, sd = torch.zeros_like(mu), torch.ones_like(sd)
 opt = torch.optim.Adam(net.parameters(), 1e-3)
 for step in range(3000):
     i = torch.randint(0, len(X), (256,))
-    loss = ((net((X[i] - mu) / sd) - Y[i]) ** 2).mean()
+    loss = ((net(X[i]) - Y[i]) ** 2).mean()
     opt.zero_grad(), loss.backward(), opt.step()
 wins = 0
 for k in range(n_eval):
@@ -81,7 +85,7 @@ for k in range(n_eval):
     for t in range(sim.MAX_STEPS):
         if not plan:
             with torch.no_grad():
-                plan = list(net((features(state()) - mu) / sd).view(H, 4).numpy()[:replan])
+                plan = list(net(features(state())).view(H, 4).numpy()[:replan])
         if env.step(plan.pop(0)):
             wins += 1
             break
