@@ -18,6 +18,7 @@ import torch
 
 os.environ.setdefault('MUJOCO_GL', 'osmesa')
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+import data  # noqa: E402
 import sim  # noqa: E402
 
 task = sys.argv[1]
@@ -56,8 +57,7 @@ def features(x):
         if mode == 'exact' or (mode == 'onehot_hand' and d >= 4):
             cols.append(torch.tensor((x[..., d:d + 1] - mu_x[d]) / sd_x[d]))
             continue
-        b = torch.tensor(np.clip(np.digitize(2 * (x[..., d] - q01[d]) / (q99[d] - q01[d] + 1e-8) - 1,
-                                             np.linspace(-1, 1, 257)[:-1]) - 1, 0, 255))
+        b = torch.tensor(np.clip(data.discretize_state(2 * (x[..., d] - q01[d]) / (q99[d] - q01[d] + 1e-8) - 1), 0, 255))
         cols.append(CODE[b] if mode == 'fourier' else torch.nn.functional.one_hot(b, 256).float())
     return torch.cat(cols, -1).float()
 
