@@ -9,7 +9,10 @@ word tokens '0'..'255' from scratch); 'ordinal': the same, the first layer start
 close bins and then trained (as p_ordinal_state.patch does to the token embeddings); 'onehot_hand': one-hot bins for
 the four values of the real state (hand xyz, gripper), numbers for the object's and goal's; 'fourier': such a code (64
 random Fourier features per value, 0.25 to `top` periods over the 256 bins) as fixed input features.
-    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|onehot_hand|ordinal|fourier] [top]"""
+With 'fm' last, the MLP is a flow-matching head as pi05's (it also sees the noisy chunk and the time, learns the
+velocity noise - actions, and samples with 10 Euler steps from Gaussian noise, a fresh draw per request from seed 0)
+instead of a regression.
+    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|onehot_hand|ordinal|fourier] [top] [fm]"""
 import os
 import sys
 
@@ -62,8 +65,9 @@ def features(x):
     return torch.cat(cols, -1).float()
 
 X = features(X)
+fm = sys.argv[7:8] == ['fm']
 torch.manual_seed(0)
-net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+net = torch.nn.Sequential(torch.nn.Linear(X.shape[1] + fm * (Y.shape[1] + 1), 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
                           torch.nn.Linear(256, Y.shape[1]))
 if mode == 'ordinal':  # the first layer (an embedding per bin, summed) starts as model.init_ordinal_embeddings's code
     g = torch.Generator().manual_seed(0)
@@ -76,8 +80,22 @@ if mode == 'ordinal':  # the first layer (an embedding per bin, summed) starts a
 opt = torch.optim.Adam(net.parameters(), 1e-3)
 for step in range(3000):
     i = torch.randint(0, len(X), (256,))
-    loss = ((net(X[i]) - Y[i]) ** 2).mean()
+    if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
+        noise, tt = torch.randn(len(i), Y.shape[1]), torch.rand(len(i), 1)
+        loss = ((net(torch.cat([X[i], tt * noise + (1 - tt) * Y[i], tt], -1)) - (noise - Y[i])) ** 2).mean()
+    else:
+        loss = ((net(X[i]) - Y[i]) ** 2).mean()
     opt.zero_grad(), loss.backward(), opt.step()
+gen = torch.Generator().manual_seed(0)
+
+def act(x):
+    if not fm:
+        return net(x)
+    a = torch.randn(Y.shape[1], generator=gen)
+    for k in range(10):  # Euler from t = 1 (noise) to t = 0 (actions)
+        a = a - 0.1 * net(torch.cat([x, a, torch.tensor([1 - 0.1 * k])]))
+    return a
+
 wins = 0
 for k in range(n_eval):
     env.reset(10000 + k)
@@ -85,9 +103,9 @@ for k in range(n_eval):
     for t in range(sim.MAX_STEPS):
         if not plan:
             with torch.no_grad():
-                plan = list(net(features(state())).view(H, 4).numpy()[:replan])
+                plan = list(act(features(state())).view(H, 4).numpy()[:replan])
         if env.step(plan.pop(0)):
             wins += 1
             break
-print(f'{task}: input {mode}{" top " + str(top) if mode == "fourier" else ""}, {len(X)} frames, final train mse {loss.item():.4f}, H {H}, replan {replan}: {wins} of {n_eval} '
+print(f'{task}: input {mode}{" top " + str(top) if mode == "fourier" else ""}{", flow matching" if fm else ""}, {len(X)} frames, final train mse {loss.item():.4f}, H {H}, replan {replan}: {wins} of {n_eval} '
       f'closed-loop successes (seeds 10000-{10000 + n_eval - 1})', flush=True)
