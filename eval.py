@@ -39,6 +39,7 @@ api_key = ''
 weights = 'auto'           # with ckpt: 'auto' | 'ema' | 'model' | 'init' (random weights)
 noise_seed = 0             # with ckpt: noise from the seed and each observation (serve.Policy.noise), so a run
                            # repeats exactly; -1: fresh noise every request
+noise_scale = 1.0          # with ckpt: the sampling noise's std (serve.py's noise_scale; 0: deterministic sampling)
 device = 'auto'
 env = 'synthetic'          # 'synthetic' | 'metaworld' | 'libero'
 episodes = 50              # synthetic: seeded episodes
@@ -320,7 +321,8 @@ if __name__ == '__main__':
     else:
         dev = M.resolve_device(device)
         try:
-            policy = serve.Policy(ckpt, dev, weights, fast=True, noise_seed=noise_seed if noise_seed >= 0 else None)
+            policy = serve.Policy(ckpt, dev, weights, fast=True, noise_seed=noise_seed if noise_seed >= 0 else None,
+                                  noise_scale=noise_scale)
         except (FileNotFoundError, ValueError) as err:
             raise SystemExit(f'eval.py: {err}')
         local = serve.PolicyServer(policy, '127.0.0.1', 0).start()
@@ -341,7 +343,8 @@ if __name__ == '__main__':
     out_dir = out_dir or os.path.join('out', 'eval', f"{env}_{time.strftime('%Y%m%d-%H%M%S')}")
     os.makedirs(out_dir, exist_ok=True)
     noise = '' if not local else \
-        f', noise seeded by {noise_seed} and each observation' if noise_seed >= 0 else ', fresh noise'
+        (f', noise seeded by {noise_seed} and each observation' if noise_seed >= 0 else ', fresh noise') + \
+        (f', scaled by {noise_scale}' if noise_scale != 1 else '')
     print(f"policy: {meta['checkpoint']} ({meta['weights']} weights{noise}), horizon {meta['action_horizon']}, "
           f"action dim {meta['action_dim']}, keys {keys} | writing {out_dir}")
     t0 = time.perf_counter()

@@ -50,6 +50,7 @@ keys = ''                  # observation keys, e.g. 'image=agentview,state=robot
 device = 'auto'            # 'auto' | 'cuda' | 'cpu'
 fast = True                # CUDA: compiled layers + CUDA graphs (first request of a new prompt length captures)
 noise_seed = -1            # >= 0: noise drawn from the seed and the observation (the same request, the same reply)
+noise_scale = 1.0          # the sampling noise's std (openpi: 1); 0 integrates the flow from its mean, deterministically
 # -----------------------------------------------------------------------------
 
 # msgpack with numpy arrays, in openpi_client's encoding (so both ends decode each other's messages)
@@ -174,7 +175,7 @@ class Policy:
     weights: 'auto' (ema.safetensors if present, as openpi serves its EMA weights), 'ema', 'model', 'init' (fresh
     random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides."""
 
-    def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None):
+    def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None, noise_scale=1.0):
         ckpt_dir = checkpoint.find(ckpt_dir)  # a run directory serves its newest good checkpoint
         self.info, self.stats, self.tokenizer = info, _, _ = checkpoint.read_policy(ckpt_dir)
         self.ckpt_dir, self.device = ckpt_dir, torch.device(device)
@@ -193,7 +194,10 @@ class Policy:
         self.model.eval().requires_grad_(False)
         self.keys = {c: f'observation/{c}' for c in info['cameras']}
         self.keys.update(state='observation/state', prompt='prompt', **(keys or {}))
-        self.noise_seed = noise_seed
+        if not (np.isfinite(noise_scale) and noise_scale >= 0):
+            raise ValueError(f'noise_scale={noise_scale}: expected a finite number >= 0 (1: the noise sample_actions '
+                             f'was trained from; 0: no noise)')
+        self.noise_seed, self.noise_scale = noise_seed, float(noise_scale)
         self.sampler = GraphedSampler(self.model, info['sample_steps']) if fast and cuda else None
 
     def metadata(self):
@@ -201,7 +205,8 @@ class Policy:
         return dict(model_name=i['model_name'], action_horizon=self.cfg.action_horizon, action_dim=i['action_dim'],
                     state_dim=i['state_dim'], image_size=self.cfg.image_size, cameras=i['cameras'],
                     observation_keys=self.keys, prompt_format=i['prompt_format'],
-                    checkpoint=os.path.abspath(self.ckpt_dir), weights=self.weights, sim=i.get('sim'))
+                    checkpoint=os.path.abspath(self.ckpt_dir), weights=self.weights, sim=i.get('sim'),
+                    noise_scale=self.noise_scale)
 
     def _image(self, obs, camera):
         key = self.keys[camera]
@@ -275,16 +280,17 @@ class Policy:
         request, as openpi's and LeRobot's policies draw it. noise_seed s: row j from a generator seeded by s and a
         checksum of row j's images and prompt tokens (padding excluded): the same observation gets the same noise,
         on every device and whatever else is in the batch, so a run repeats exactly however requests interleave,
-        and each new observation gets new noise (an observation repeated exactly gets the same actions again)."""
+        and each new observation gets new noise (an observation repeated exactly gets the same actions again).
+        Times noise_scale (1: the draw itself)."""
         shape = (self.cfg.action_horizon, self.cfg.action_dim)
         if self.noise_seed is None:
-            return torch.randn(len(batch['images']), *shape)
+            return torch.randn(len(batch['images']), *shape) * self.noise_scale
         seed = zlib.crc32(str(self.noise_seed).encode())  # the CPU generator keeps 32 bits of its seed: one checksum
         rows = []
         for im, ids, m in zip(*(batch[k].cpu().numpy() for k in ('images', 'tokens', 'token_mask'))):
             crc = zlib.crc32(ids[m].tobytes(), zlib.crc32(im.tobytes(), seed))
             rows.append(torch.randn(shape, generator=torch.Generator().manual_seed(crc)))
-        return torch.stack(rows)
+        return torch.stack(rows) * self.noise_scale
 
     def _guide(self, observations):
         """Real-time chunking from the optional request keys 'prev_chunk' (the previous chunk's actions that overlap
@@ -448,8 +454,9 @@ if __name__ == '__main__':
     overrides = dict(kv.split('=', 1) for kv in keys.split(',')) if keys else {}
     t0 = time.perf_counter()
     try:
-        policy = Policy(ckpt, dev, weights, fast=fast, noise_seed=noise_seed if noise_seed >= 0 else None, keys=overrides)
-    except (FileNotFoundError, M.CheckpointError, data.DataError) as err:
+        policy = Policy(ckpt, dev, weights, fast=fast, noise_seed=noise_seed if noise_seed >= 0 else None, keys=overrides,
+                        noise_scale=noise_scale)
+    except (FileNotFoundError, ValueError, M.CheckpointError, data.DataError) as err:
         raise SystemExit(f'serve.py: {err}')
     print(f"loaded {ckpt} ({policy.weights} weights) on {dev} in {time.perf_counter() - t0:.1f} s; "
           f"observation keys {policy.keys}")

@@ -113,6 +113,28 @@ def test_seeded_noise_follows_the_observation(trained):
     assert np.allclose(pol.noise(fixed)[0, 0, :3].numpy(), GOLDEN_NOISE, atol=1e-6), pol.noise(fixed)[0, 0, :3]
 
 
+def test_noise_scale_scales_the_draw(trained):
+    """noise_scale multiplies the seeded draw (1 leaves it exactly as it was); at 0 sampling is deterministic, the
+    same reply for any noise seed and sample_actions from zero noise; a bad scale is refused with its value."""
+    ckpt, d = trained
+    obs = frame_obs(d, 4)
+    base = serve.Policy(ckpt, noise_seed=0)
+    batch = base.prepare([obs])
+    assert torch.equal(serve.Policy(ckpt, noise_seed=0, noise_scale=1).noise(batch), base.noise(batch))
+    assert torch.equal(serve.Policy(ckpt, noise_seed=0, noise_scale=0.5).noise(batch), base.noise(batch) * 0.5)
+    zero = [serve.Policy(ckpt, noise_seed=s, noise_scale=0) for s in (0, 1)]
+    a, b = (p.infer(obs)['actions'] for p in zero)
+    assert np.array_equal(a, b), 'with no noise the seed must not matter'
+    assert not np.allclose(a, base.infer(obs)['actions'], atol=1e-4), 'scale 0 must change the reply'
+    want = base.model.sample_actions(batch, noise=torch.zeros_like(base.noise(batch)))
+    st = base.stats['actions']
+    want = data.unnormalize(want.numpy(), st['q01'], st['q99'])[0, :, :base.info['action_dim']]
+    assert np.allclose(a, want, atol=1e-5), np.abs(a - want).max()
+    assert zero[0].metadata()['noise_scale'] == 0
+    with pytest.raises(ValueError, match='noise_scale=-1'):
+        serve.Policy(ckpt, noise_scale=-1)
+
+
 def test_a_checkpoint_copied_alone_serves(trained, tmp_path):
     ckpt, d = trained
     alone = tmp_path / 'ckpt'

@@ -7,12 +7,13 @@ With input 'onehot' each value is first cut into 256 bins over its 1-99% quantil
 and given as a one-hot vector (the bins' order unknown to the network, as for a model that learns embeddings for the
 word tokens '0'..'255' from scratch); 'ordinal': the same, the first layer starting from a code that is close for
 close bins and then trained (as p_ordinal_state.patch does to the token embeddings); 'onehot_hand': one-hot bins for
-the four values of the real state (hand xyz, gripper), numbers for the object's and goal's; 'fourier': such a code (64
+the four values of the real state (hand xyz, gripper), numbers for the object's and goal's; 'digits': each bin
+number's three decimal digits one-hot (what a tokenizer that splits digits, as Gemma's does, makes of it); 'fourier': such a code (64
 random Fourier features per value, 0.25 to `top` periods over the 256 bins) as fixed input features.
 With 'fm' last, the MLP is a flow-matching head as pi05's (it also sees the noisy chunk and the time, learns the
 velocity noise - actions, and samples with 10 Euler steps from Gaussian noise, a fresh draw per request from seed 0)
 instead of a regression.
-    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|onehot_hand|ordinal|fourier] [top] [fm]"""
+    python docs/closed_loop/q_state_mlp.py <task> [H] [replan] [episodes] [exact|onehot|onehot_hand|ordinal|fourier|digits] [top] [fm]"""
 import os
 import sys
 
@@ -61,6 +62,9 @@ def features(x):
             cols.append(torch.tensor((x[..., d:d + 1] - mu_x[d]) / sd_x[d]))
             continue
         b = torch.tensor(np.clip(data.discretize_state(2 * (x[..., d] - q01[d]) / (q99[d] - q01[d] + 1e-8) - 1), 0, 255))
+        if mode == 'digits':  # the bin's three decimal digits, each one-hot (a tokenizer that splits digits)
+            cols += [torch.nn.functional.one_hot(b // 10 ** p % 10, 10).float() for p in (2, 1, 0)]
+            continue
         cols.append(CODE[b] if mode == 'fourier' else torch.nn.functional.one_hot(b, 256).float())
     return torch.cat(cols, -1).float()
 
@@ -78,7 +82,7 @@ if mode == 'ordinal':  # the first layer (an embedding per bin, summed) starts a
             code = torch.cos(2 * np.pi * cycles * torch.arange(256.0)[:, None] / 256 + phase)  # (bin, unit)
             net[0].weight[:, d * 256:(d + 1) * 256] = code.T * (2 / X.shape[1] * 256) ** 0.5 / 10
 opt = torch.optim.Adam(net.parameters(), 1e-3)
-for step in range(3000):
+for step in range(int(os.environ.get('Q_STEPS', 3000))):  # Q_STEPS: fewer passes over the frames
     i = torch.randint(0, len(X), (256,))
     if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
         noise, tt = torch.randn(len(i), Y.shape[1]), torch.rand(len(i), 1)
