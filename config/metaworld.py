@@ -9,6 +9,8 @@
 # augmentation halved success after 2000 iterations (14% vs 32%, 5 episodes per task). Longer schedules cut short by a
 # timeout did worse: checkpoint 4000 of 8000 38%, 6000 and 7000 of 9000 44% and 41% (docs/closed_loop/b1_*, b4_*).
 # 224 px images (40%) and random-shift augmentation (29%) did not pay either (docs/closed_loop/c1_*, c2_*).
+# Nor did (2026-12-04, docs/closed_loop/s_results.txt, t_results.txt): sampling noise scaled by 0 / 0.5 (64 / 66%
+# against 60%), 9000 iterations (63%), no state in the prompt (67%), 30- or 50-action chunks (59-66%), 6 K/V heads (62%).
 # compile_mode='reduce-overhead' takes an iteration from 60 to 22-29 ms here (its GPU tests pass).
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
