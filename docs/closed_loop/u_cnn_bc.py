@@ -1,0 +1,84 @@
+"""Are push-v3 / pick-place-v3 learnable from these cameras at all by plain behaviour cloning? A small CNN per camera
+(three stride-2 convolutions, 4x4 average pool) and an MLP head regress the expert's next H actions from the two
+camera images (the dataset's 'image' and 'wrist_image', rendered by sim.MetaWorld at `size` px) and the real 4-dim
+state (hand xyz, gripper; standardised numbers), trained on 50 expert episodes (seeds 0-49, MSE, Adam, `steps`
+steps of batch 64), then run closed loop like eval.py (execute `replan` actions of each chunk, stop at success, 400
+steps) on seeds 10000+. The baseline the pi05-shaped policy is measured against (docs/closed_loop/t_results.txt).
+    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate]"""
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+os.environ.setdefault('MUJOCO_GL', 'osmesa')
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+import sim  # noqa: E402
+
+task = sys.argv[1]
+size, steps, n_eval = (int(a) for a in (sys.argv[2:5] + ['64', '3000', '20'][len(sys.argv[2:5]):]))
+use_state = 'nostate' not in sys.argv[5:]
+H, replan = 10, 5
+torch.manual_seed(0)
+env = sim.MetaWorld(task, size)
+T0 = time.time()
+I, S, Y = [], [], []
+for seed in range(50):
+    env.reset(seed)
+    a = []
+    for _ in range(sim.MAX_STEPS):
+        I.append(env.images()), S.append(env.state()), a.append(env.expert_action())
+        if env.step(a[-1]):
+            break
+    a = np.array(a + [a[-1]] * H)
+    Y += [a[t:t + H].ravel() for t in range(len(a) - H)]
+I = torch.tensor(np.array(I)).permute(0, 1, 4, 2, 3).contiguous()  # uint8 (n, 2, 3, S, S)
+S, Y = np.array(S), torch.tensor(np.array(Y))
+mu, sd = S.mean(0), S.std(0) + 1e-6
+St = torch.tensor((S - mu) / sd).float()
+print(f'{task}: {len(Y)} frames at {size} px rendered in {time.time() - T0:.0f} s', flush=True)
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(3, 32, 5, 2, 2), nn.ReLU(), nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU(),
+                         nn.Conv2d(64, 64, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten())
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cams = nn.ModuleList([cnn(), cnn()])
+        self.head = nn.Sequential(nn.Linear(2 * 1024 + 4 * use_state, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                                  nn.Linear(512, 4 * H))
+
+    def forward(self, img, st):
+        x = img.float() / 127.5 - 1
+        f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else [])
+        return self.head(torch.cat(f, -1))
+
+net = Net()
+opt = torch.optim.Adam(net.parameters(), 1e-3)
+T0 = time.time()
+for step in range(steps):
+    i = torch.randint(0, len(Y), (64,))
+    loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
+    opt.zero_grad(), loss.backward(), opt.step()
+print(f'trained {steps} steps in {time.time() - T0:.0f} s, final train mse {loss.item():.4f}', flush=True)
+
+wins, T0 = 0, time.time()
+net.eval()
+for k in range(n_eval):
+    env.reset(10000 + k)
+    plan = []
+    for t in range(sim.MAX_STEPS):
+        if not plan:
+            with torch.no_grad():
+                img = torch.tensor(env.images()).permute(0, 3, 1, 2)[None]
+                st = torch.tensor((env.state() - mu) / sd).float()[None]
+                plan = list(net(img, st).view(H, 4).numpy()[:replan])
+        if env.step(plan.pop(0)):
+            wins += 1
+            break
+print(f'{task}: CNN behaviour cloning, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
+      f'{steps} steps: {wins} of {n_eval} closed-loop successes (seeds 10000-{10000 + n_eval - 1}), '
+      f'evaluated in {time.time() - T0:.0f} s', flush=True)
