@@ -4,7 +4,9 @@ camera images (the dataset's 'image' and 'wrist_image', rendered by sim.MetaWorl
 state (hand xyz, gripper; standardised numbers), trained on 50 expert episodes (seeds 0-49, MSE, Adam, `steps`
 steps of batch 64), then run closed loop like eval.py (execute `replan` actions of each chunk, stop at success, 400
 steps) on seeds 10000+. The baseline the pi05-shaped policy is measured against (docs/closed_loop/t_results.txt).
-    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate]"""
+With 'fm' the head is a flow-matching head as pi05's (it also sees the noisy chunk and the time, learns the velocity
+noise - actions, samples with 10 Euler steps from Gaussian noise) instead of a regression.
+    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm]"""
 import os
 import sys
 import time
@@ -20,6 +22,7 @@ import sim  # noqa: E402
 task = sys.argv[1]
 size, steps, n_eval = (int(a) for a in (sys.argv[2:5] + ['64', '3000', '20'][len(sys.argv[2:5]):]))
 use_state = 'nostate' not in sys.argv[5:]
+fm = 'fm' in sys.argv[5:]
 H, replan = 10, 5
 torch.manual_seed(0)
 env = sim.MetaWorld(task, size)
@@ -48,12 +51,12 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.cams = nn.ModuleList([cnn(), cnn()])
-        self.head = nn.Sequential(nn.Linear(2 * 1024 + 4 * use_state, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+        self.head = nn.Sequential(nn.Linear(2 * 1024 + 4 * use_state + fm * (4 * H + 1), 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                                   nn.Linear(512, 4 * H))
 
-    def forward(self, img, st):
+    def forward(self, img, st, xt=None):
         x = img.float() / 127.5 - 1
-        f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else [])
+        f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else []) + ([xt] if fm else [])
         return self.head(torch.cat(f, -1))
 
 net = Net()
@@ -61,9 +64,23 @@ opt = torch.optim.Adam(net.parameters(), 1e-3)
 T0 = time.time()
 for step in range(steps):
     i = torch.randint(0, len(Y), (64,))
-    loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
+    if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
+        noise, tt = torch.randn(len(i), Y.shape[1]), torch.rand(len(i), 1)
+        loss = ((net(I[i], St[i], torch.cat([tt * noise + (1 - tt) * Y[i], tt], -1)) - (noise - Y[i])) ** 2).mean()
+    else:
+        loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
     opt.zero_grad(), loss.backward(), opt.step()
 print(f'trained {steps} steps in {time.time() - T0:.0f} s, final train mse {loss.item():.4f}', flush=True)
+
+gen = torch.Generator().manual_seed(0)
+
+def act(img, st):
+    if not fm:
+        return net(img, st)
+    a = torch.randn(1, 4 * H, generator=gen)
+    for k in range(10):  # Euler from t = 1 (noise) to t = 0 (actions)
+        a = a - 0.1 * net(img, st, torch.cat([a, torch.full((1, 1), 1 - 0.1 * k)], -1))
+    return a
 
 wins, T0 = 0, time.time()
 net.eval()
@@ -75,10 +92,10 @@ for k in range(n_eval):
             with torch.no_grad():
                 img = torch.tensor(env.images()).permute(0, 3, 1, 2)[None]
                 st = torch.tensor((env.state() - mu) / sd).float()[None]
-                plan = list(net(img, st).view(H, 4).numpy()[:replan])
+                plan = list(act(img, st).view(H, 4).numpy()[:replan])
         if env.step(plan.pop(0)):
             wins += 1
             break
-print(f'{task}: CNN behaviour cloning, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
+print(f'{task}: CNN behaviour cloning{" (flow matching)" if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
       f'{steps} steps: {wins} of {n_eval} closed-loop successes (seeds 10000-{10000 + n_eval - 1}), '
       f'evaluated in {time.time() - T0:.0f} s', flush=True)
