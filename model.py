@@ -53,6 +53,7 @@ class Pi05Config:
     action_horizon: int = 50   # H
     max_token_len: int = 200   # L
     camera_slots: int = 3      # N at most: openpi's base_0_rgb, left_wrist_0_rgb, right_wrist_0_rgb
+    vision_stem: str = 'patch'  # 'patch': SigLIP's patch conv; 'conv': stride-2 3x3 convs down to the same token grid
 
     @property
     def patches(self):
@@ -331,8 +332,28 @@ class SiglipLayer(nn.Module):
 class SiglipEmbeddings(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.patch_embedding = nn.Conv2d(3, cfg.vit_width, cfg.patch, stride=cfg.patch)
+        if cfg.vision_stem == 'conv':  # the stem does the striding; the patch conv mixes its channels (1x1)
+            self.conv_stem = ConvStem(cfg)
+            self.patch_embedding = nn.Conv2d(cfg.vit_width // 2, cfg.vit_width, 1)
+        else:
+            self.conv_stem = None
+            self.patch_embedding = nn.Conv2d(3, cfg.vit_width, cfg.patch, stride=cfg.patch)
         self.position_embedding = nn.Embedding(cfg.patches, cfg.vit_width)
+
+
+class ConvStem(nn.Sequential):
+    """Not in pi05 (which loads SigLIP's pretrained patch conv): for training from scratch on little data, log2(patch)
+    stride-2 3x3 convolutions with GELUs, channels doubling up to vit_width/2, ahead of a 1x1 patch conv (Xiao et al.
+    2021, 'Early convolutions help transformers see better'). The same token grid as the patch conv's."""
+    def __init__(self, cfg):
+        n = cfg.patch.bit_length() - 1
+        if cfg.patch != 2 ** n:
+            raise ValueError(f"vision_stem='conv' needs a power-of-two patch, got patch={cfg.patch}")
+        chans = [3] + [cfg.vit_width >> (n - i) for i in range(n)]
+        layers = []
+        for cin, cout in zip(chans, chans[1:]):
+            layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.GELU()]
+        super().__init__(*layers)
 
 
 class SiglipEncoder(nn.Module):
@@ -350,8 +371,10 @@ class Siglip(nn.Module):
 
     def forward(self, img, dtype):
         """img (n, 3, S, S) float in [-1, 1] -> (n, P, vit_width). Patch conv and position add in fp32 (openpi)."""
-        e = self.embeddings
-        x = F.conv2d(img.float(), e.patch_embedding.weight.float(), e.patch_embedding.bias.float(), stride=e.patch_embedding.stride)
+        e, x = self.embeddings, img.float()
+        if e.conv_stem is not None:
+            x = e.conv_stem(x)
+        x = F.conv2d(x, e.patch_embedding.weight.float(), e.patch_embedding.bias.float(), stride=e.patch_embedding.stride)
         x = (x.flatten(2).transpose(1, 2) + e.position_embedding.weight.float()).to(dtype)
         for layer in self.encoder.layers:
             x = layer(x)
@@ -673,7 +696,12 @@ class Pi05(nn.Module):
         n_img, vw = B * N, cfg.vit_width
         vit = (mm(n_img * P, vw, 4 * vw) + mm(n_img * P, vw, 2 * cfg.vit_mlp) + 2 * mm(n_img * cfg.vit_heads, P, P * vw // cfg.vit_heads)) * cfg.vit_depth
         vit += mm(n_img * P, vw, cfg.width)  # projector
-        patch = mm(n_img * P, 3 * cfg.patch ** 2, vw)
+        if cfg.vision_stem == 'conv':  # stride-2 3x3 convs: 1/4 the positions and twice the channels at each
+            n = cfg.patch.bit_length() - 1
+            ch = [3] + [vw >> (n - i) for i in range(n)]
+            patch = sum(mm(n_img * P * 4 ** (n - 1 - i), 9 * ch[i], ch[i + 1]) for i in range(n)) + mm(n_img * P, ch[-1], vw)
+        else:
+            patch = mm(n_img * P, 3 * cfg.patch ** 2, vw)
         def stream(rows, d, hidden, q=True, out=True):
             return (mm(rows, d, qd) if q else 0) + mm(rows, d, 2 * kvd) + (mm(rows, qd, d) + mm(rows, d, 3 * hidden) if out else 0)
         attn = lambda tq: 2 * mm(B * cfg.heads, tq, T * cfg.head_dim)

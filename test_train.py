@@ -134,6 +134,27 @@ def test_model_config_is_the_one_source_of_shapes():
     assert (cfg.action_horizon, cfg.max_token_len) == (10, 200), (cfg.action_horizon, cfg.max_token_len)
 
 
+def test_conv_stem_keeps_the_token_grid_trains_and_round_trips(tmp_path):
+    """vision_stem='conv' (stride-2 3x3 convs, then a 1x1 patch conv): the same tokens per image as the patch conv,
+    gradients reach its first layer, its checkpoint loads back exactly, and a patch it cannot halve to is refused."""
+    torch.manual_seed(0)
+    kw = dict(compute_dtype=torch.float32, patch=4, action_horizon=5, max_token_len=24)
+    ref, conv = M.build('tiny', 'cpu', **kw), M.build('tiny', 'cpu', vision_stem='conv', **kw)
+    img = torch.rand(3, 3, 28, 28) * 2 - 1
+    a, b = ref.vision(img, torch.float32), conv.vision(img, torch.float32)
+    assert a.shape == b.shape == (3, 49, 32), (a.shape, b.shape)
+    b.square().mean().backward()
+    first = conv.vision.embeddings.conv_stem[0].weight
+    assert first.shape == (8, 3, 3, 3) and first.grad.abs().sum() > 0, first.shape
+    M.save_pretrained(conv, str(tmp_path))
+    fresh = M.build('tiny', 'cpu', init_from=str(tmp_path / 'model.safetensors'), vision_stem='conv', **kw)
+    assert torch.equal(fresh.vision(img, torch.float32), b.detach())
+    with pytest.raises(ValueError, match="vision_stem='conv' halves the image"):
+        train.check_config(dict(train.default_config(), model_name='tiny', vision_stem='conv'))
+    with pytest.raises(ValueError, match="vision_stem='cnn': expected one of"):
+        train.check_config(dict(train.default_config(), vision_stem='cnn'))
+
+
 def test_every_config_file_parses():
     for name in sorted(os.listdir(os.path.join(ROOT, 'config'))):
         if name.endswith('.py'):

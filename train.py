@@ -65,6 +65,7 @@ model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
 max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
 image_size = None               # S, image side (a multiple of the patch); None: the model config's (pi05: 224)
+vision_stem = None              # 'patch' (SigLIP's) | 'conv' (stride-2 3x3 convs, for training from scratch); None: the model config's
 attn = 'sdpa'                   # 'sdpa' | 'flex' | 'eager'; H200, micro-batch 32: sdpa 530 ms, flex 544 ms,
                                 # the same memory (bench.py, 2026-12-01)
 recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute); H200, micro-batch 32:
@@ -132,12 +133,16 @@ def check_config(conf):
     for key, allowed in (('attn', ('flex', 'sdpa', 'eager')), ('dtype', ('auto', 'bfloat16', 'float32')),
                          ('param_dtype', ('float32', 'bfloat16')), ('prompt_format', ('pi05', 'pi0')),
                          ('model_name', tuple(M.configs)),
-                         ('compile_mode', ('default', 'reduce-overhead')), ('augment', ('openpi', 'shift', 'none'))):
+                         ('compile_mode', ('default', 'reduce-overhead')), ('augment', ('openpi', 'shift', 'none')),
+                         ('vision_stem', (None, 'patch', 'conv'))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
     patch = M.configs[conf['model_name']].patch
     if conf['image_size'] is not None and (not isinstance(conf['image_size'], int) or conf['image_size'] % patch):
         raise ValueError(f"image_size={conf['image_size']!r}: expected a multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
+    if conf['vision_stem'] == 'conv' and patch & (patch - 1):
+        raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: model_name={conf['model_name']!r} has "
+                         f"patch {patch}, not a power of two; use vision_stem='patch' or another model_name")
     for key in ('micro_batch', 'grad_accum', 'max_iters'):
         if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1:
             raise ValueError(f"{key}={conf[key]!r}: expected a positive int")
@@ -154,8 +159,8 @@ def check_config(conf):
 
 def model_config(conf, **overrides):
     """model.configs[model_name] with the fields the config sets explicitly (action_horizon, max_token_len,
-    image_size)."""
-    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len', 'image_size') if conf[k] is not None}
+    image_size, vision_stem)."""
+    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len', 'image_size', 'vision_stem') if conf[k] is not None}
     return replace(M.configs[conf['model_name']], **fields, **overrides)
 
 

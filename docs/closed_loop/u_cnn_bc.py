@@ -5,8 +5,12 @@ state (hand xyz, gripper; standardised numbers), trained on 50 expert episodes (
 steps of batch 64), then run closed loop like eval.py (execute `replan` actions of each chunk, stop at success, 400
 steps) on seeds 10000+. The baseline the pi05-shaped policy is measured against (docs/closed_loop/t_results.txt).
 With 'fm' the head is a flow-matching head as pi05's (it also sees the noisy chunk and the time, learns the velocity
-noise - actions, samples with 10 Euler steps from Gaussian noise) instead of a regression.
-    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm]"""
+noise - actions, samples with 10 Euler steps from Gaussian noise) instead of a regression. With 'vit' each camera's
+encoder is model.py's SigLIP tower in the 'demo' shape (8 px patches, 3 layers of width 128, trained from scratch)
+whose tokens are flattened into the head, in place of the CNN; 'vit conv' gives that tower model.py's convolutional
+stem (vision_stem='conv'). Runs on CUDA where there is one.
+    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv]"""
+import dataclasses
 import os
 import sys
 import time
@@ -17,12 +21,15 @@ import torch.nn as nn
 
 os.environ.setdefault('MUJOCO_GL', 'osmesa')
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+import model as M  # noqa: E402
 import sim  # noqa: E402
 
 task = sys.argv[1]
 size, steps, n_eval = (int(a) for a in (sys.argv[2:5] + ['64', '3000', '20'][len(sys.argv[2:5]):]))
 use_state = 'nostate' not in sys.argv[5:]
 fm = 'fm' in sys.argv[5:]
+vit, stem = 'vit' in sys.argv[5:], 'conv' if 'conv' in sys.argv[5:] else 'patch'
+dev = 'cuda' if torch.cuda.is_available() else 'cpu'
 H, replan = 10, 5
 torch.manual_seed(0)
 env = sim.MetaWorld(task, size)
@@ -41,9 +48,21 @@ I = torch.tensor(np.array(I)).permute(0, 1, 4, 2, 3).contiguous()  # uint8 (n, 2
 S, Y = np.array(S), torch.tensor(np.array(Y))
 mu, sd = S.mean(0), S.std(0) + 1e-6
 St = torch.tensor((S - mu) / sd).float()
+I, Y, St = I.to(dev), Y.to(dev), St.to(dev)
 print(f'{task}: {len(Y)} frames at {size} px rendered in {time.time() - T0:.0f} s', flush=True)
 
+class ViT(nn.Module):  # the pi05 vision tower, small, its patch tokens flattened
+    def __init__(self):
+        super().__init__()
+        self.cfg = dataclasses.replace(M.configs['demo'], image_size=size, vision_stem=stem)
+        self.tower, self.out = M.Siglip(self.cfg), nn.Linear(self.cfg.patches * self.cfg.vit_width, 1024)
+
+    def forward(self, x):
+        return self.out(self.tower(x, torch.float32).flatten(1))
+
 def cnn():
+    if vit:
+        return ViT()
     return nn.Sequential(nn.Conv2d(3, 32, 5, 2, 2), nn.ReLU(), nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU(),
                          nn.Conv2d(64, 64, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten())
 
@@ -59,13 +78,13 @@ class Net(nn.Module):
         f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else []) + ([xt] if fm else [])
         return self.head(torch.cat(f, -1))
 
-net = Net()
+net = Net().to(dev)
 opt = torch.optim.Adam(net.parameters(), 1e-3)
 T0 = time.time()
 for step in range(steps):
-    i = torch.randint(0, len(Y), (64,))
+    i = torch.randint(0, len(Y), (64,), device=dev)
     if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
-        noise, tt = torch.randn(len(i), Y.shape[1]), torch.rand(len(i), 1)
+        noise, tt = torch.randn(len(i), Y.shape[1], device=dev), torch.rand(len(i), 1, device=dev)
         loss = ((net(I[i], St[i], torch.cat([tt * noise + (1 - tt) * Y[i], tt], -1)) - (noise - Y[i])) ** 2).mean()
     else:
         loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
@@ -77,9 +96,9 @@ gen = torch.Generator().manual_seed(0)
 def act(img, st):
     if not fm:
         return net(img, st)
-    a = torch.randn(1, 4 * H, generator=gen)
+    a = torch.randn(1, 4 * H, generator=gen).to(dev)
     for k in range(10):  # Euler from t = 1 (noise) to t = 0 (actions)
-        a = a - 0.1 * net(img, st, torch.cat([a, torch.full((1, 1), 1 - 0.1 * k)], -1))
+        a = a - 0.1 * net(img, st, torch.cat([a, torch.full((1, 1), 1 - 0.1 * k, device=dev)], -1))
     return a
 
 wins, T0 = 0, time.time()
@@ -90,12 +109,12 @@ for k in range(n_eval):
     for t in range(sim.MAX_STEPS):
         if not plan:
             with torch.no_grad():
-                img = torch.tensor(env.images()).permute(0, 3, 1, 2)[None]
-                st = torch.tensor((env.state() - mu) / sd).float()[None]
-                plan = list(act(img, st).view(H, 4).numpy()[:replan])
+                img = torch.tensor(env.images()).permute(0, 3, 1, 2)[None].to(dev)
+                st = torch.tensor((env.state() - mu) / sd).float()[None].to(dev)
+                plan = list(act(img, st).view(H, 4).cpu().numpy()[:replan])
         if env.step(plan.pop(0)):
             wins += 1
             break
-print(f'{task}: CNN behaviour cloning{" (flow matching)" if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
+print(f'{task}: {("ViT, conv stem" if stem == "conv" else "ViT") if vit else "CNN"} behaviour cloning{" (flow matching)" if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
       f'{steps} steps: {wins} of {n_eval} closed-loop successes (seeds 10000-{10000 + n_eval - 1}), '
       f'evaluated in {time.time() - T0:.0f} s', flush=True)
