@@ -332,6 +332,8 @@ class SiglipLayer(nn.Module):
 class SiglipEmbeddings(nn.Module):
     def __init__(self, cfg):
         super().__init__()
+        if cfg.vision_stem not in ('patch', 'conv'):
+            raise ValueError(f"vision_stem={cfg.vision_stem!r}: expected 'patch' or 'conv'")
         if cfg.vision_stem == 'conv':  # the stem does the striding; the patch conv mixes its channels (1x1)
             self.conv_stem = ConvStem(cfg)
             self.patch_embedding = nn.Conv2d(cfg.vit_width // 2, cfg.vit_width, 1)
