@@ -12,13 +12,13 @@
 # Nor did (2026-12-04, docs/closed_loop/s_results.txt, t_results.txt): sampling noise scaled by 0 / 0.5 (64 / 66%
 # against 60%), 9000 iterations (63%), no state in the prompt (67%), 30- or 50-action chunks (59-66%), 6 K/V heads (62%).
 # The convolutional vision stem (vision_stem='conv', 2026-12-04, docs/closed_loop/v_results.txt) is what paid: MT10
-# 78 / 72 / 69% at training seeds 42 / 1 / 2 (push 40%, pick-place 27% on average, from 0-3% with the patch stem).
+# 78 / 72 / 69% at training seeds 42 / 1 / 2 (push 40%, pick-place 27% on average, from 2-4% with the patch stem).
 # compile_mode='reduce-overhead' takes an iteration from 60 to 22-29 ms here (its GPU tests pass).
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
 model_name = 'small'
 vision_stem = 'conv'       # stride-2 3x3 convs in place of the 16 px patch conv: pi05 loads a pretrained patch conv,
-                           # a tower trained from scratch on 38k frames finds the puck far better with this stem
+                           # trained from scratch on 38k frames, this stem solves the puck tasks far more often
 compile_mode = 'reduce-overhead'
 prompt_format = 'pi05'
 micro_batch = 128
