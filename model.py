@@ -348,14 +348,19 @@ class ConvStem(nn.Sequential):
     stride-2 3x3 convolutions with GELUs, channels doubling up to vit_width/2, ahead of a 1x1 patch conv (Xiao et al.
     2021, 'Early convolutions help transformers see better'). The same token grid as the patch conv's."""
     def __init__(self, cfg):
-        n = cfg.patch.bit_length() - 1
-        if cfg.patch != 2 ** n:
-            raise ValueError(f"vision_stem='conv' needs a power-of-two patch, got patch={cfg.patch}")
-        chans = [3] + [cfg.vit_width >> (n - i) for i in range(n)]
+        chans = ConvStem.channels(cfg)
         layers = []
         for cin, cout in zip(chans, chans[1:]):
             layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.GELU()]
         super().__init__(*layers)
+
+    @staticmethod
+    def channels(cfg):
+        """[3, ..., vit_width/2]: the input and output channels of the log2(patch) convolutions."""
+        n = cfg.patch.bit_length() - 1
+        if cfg.patch != 2 ** n:
+            raise ValueError(f"vision_stem='conv' needs a power-of-two patch, got patch={cfg.patch}")
+        return [3] + [cfg.vit_width >> (n - i) for i in range(n)]
 
 
 class SiglipEncoder(nn.Module):
@@ -699,8 +704,8 @@ class Pi05(nn.Module):
         vit = (mm(n_img * P, vw, 4 * vw) + mm(n_img * P, vw, 2 * cfg.vit_mlp) + 2 * mm(n_img * cfg.vit_heads, P, P * vw // cfg.vit_heads)) * cfg.vit_depth
         vit += mm(n_img * P, vw, cfg.width)  # projector
         if cfg.vision_stem == 'conv':  # stride-2 3x3 convs: 1/4 the positions and twice the channels at each
-            n = cfg.patch.bit_length() - 1
-            ch = [3] + [vw >> (n - i) for i in range(n)]
+            ch = ConvStem.channels(cfg)
+            n = len(ch) - 1
             patch = sum(mm(n_img * P * 4 ** (n - 1 - i), 9 * ch[i], ch[i + 1]) for i in range(n)) + mm(n_img * P, ch[-1], vw)
         else:
             patch = mm(n_img * P, 3 * cfg.patch ** 2, vw)
