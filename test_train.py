@@ -693,6 +693,45 @@ def test_a_non_finite_loss_or_gradient_norm_alone_stops_the_run(tmp_path):
             train.stop_if_non_finite(rows, str(tmp_path), str(tmp_path / 'log.txt'))
 
 
+def test_a_skipped_step_leaves_weights_and_moments_as_they_were(tmp_path):
+    """max_skipped_steps=1: a step whose gradient is NaN (finite loss) changes no weight and no AdamW state, the next
+    finite step updates as usual; stop_if_non_finite lets one such row pass and stops at the second, and at any
+    non-finite loss."""
+    conf, batch = tiny_step_setup(4)
+    conf = dict(conf, max_skipped_steps=1)
+    torch.manual_seed(0)
+    raw = train.build_model(conf, 'cpu')
+    opt = train.make_optimizer(raw, conf)
+    p0 = raw.action_in.action_in_proj.weight
+    forward = raw.forward
+
+    def nan_grad_forward(*a, **k):  # 0 * sqrt(0): a finite loss whose gradient is NaN
+        return forward(*a, **k) + 0 * ((p0 - p0.detach()).abs() ** 0.5).sum()
+
+    gen = torch.Generator().manual_seed(0)
+    train.train_step(raw, raw, opt, [batch], conf, 1e-3, gen, [False, True])  # a finite step: moments exist
+    before = [p.detach().clone() for p in raw.parameters()]
+    state = {k: v.clone() for st in opt.state.values() for k, v in st.items() if k == 'step'} | \
+            {i: st['exp_avg'].clone() for i, st in enumerate(opt.state.values())}
+    raw.forward = nan_grad_forward
+    loss, gnorm = train.train_step(raw, raw, opt, [batch], conf, 1e-3, gen, [False, True])
+    assert torch.isfinite(loss) and not torch.isfinite(gnorm)
+    assert all(torch.equal(a, p) for a, p in zip(before, raw.parameters())), 'a skipped step changed the weights'
+    assert all(torch.equal(state[i], st['exp_avg']) for i, st in enumerate(opt.state.values()))
+    assert all(float(st['step']) == 1 for st in opt.state.values()), 'a skipped step counted as a step'
+    raw.forward = forward
+    train.train_step(raw, raw, opt, [batch], conf, 1e-3, gen, [False, True])
+    assert not all(torch.equal(a, p) for a, p in zip(before, raw.parameters())), 'the step after a skip did nothing'
+    rows = [(1, 1e-3, 0.5, 1.0), (2, 1e-3, 0.5, float('nan')), (3, 1e-3, 0.5, 1.0)]
+    skipped = []
+    assert train.stop_if_non_finite(rows, str(tmp_path), str(tmp_path / 'log.txt'), True, skipped, 1) == rows
+    assert skipped == [2] and 'iter 2: gradient norm nan, update skipped' in open(tmp_path / 'log.txt').read()
+    with pytest.raises(SystemExit, match='non-finite loss 0.5 / gradient norm inf at iter 4: stopping'):
+        train.stop_if_non_finite([(4, 1e-3, 0.5, float('inf'))], str(tmp_path), str(tmp_path / 'log.txt'), True, skipped, 1)
+    with pytest.raises(SystemExit, match='non-finite loss nan .* at iter 5: stopping'):
+        train.stop_if_non_finite([(5, 1e-3, float('nan'), float('nan'))], str(tmp_path), str(tmp_path / 'log.txt'), True, [], 9)
+
+
 def test_memory_plan_counts_the_ema_copy():
     conf, cfg = dict(train.default_config(), ema=False), M.configs['pi05']
     without, with_ema = (memory.memory_plan(dict(conf, ema=e), cfg, 32, 'none') for e in (False, True))

@@ -96,6 +96,8 @@ beta2 = 0.95
 eps = 1e-8
 weight_decay = 1e-10            # decoupled, applied to every parameter (openpi: mask None)
 grad_clip = 1.0                 # global-norm clip before the step; 0: off
+max_skipped_steps = 0           # steps whose gradient norm is non-finite (finite loss) that are skipped, weights and
+                                # moments left as they were, before the run stops; 0: stop at the first (fused AdamW)
 ema = False                     # fp32 EMA of the weights, evaluated and saved (openpi's JAX trainer; +4 bytes/param)
 ema_decay = 0.999
 # system
@@ -143,6 +145,8 @@ def check_config(conf):
     if conf['vision_stem'] == 'conv' and patch & (patch - 1):
         raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: model_name={conf['model_name']!r} has "
                          f"patch {patch}, not a power of two; use vision_stem='patch' or another model_name")
+    if not isinstance(conf['max_skipped_steps'], int) or conf['max_skipped_steps'] < 0:
+        raise ValueError(f"max_skipped_steps={conf['max_skipped_steps']!r}: expected an int >= 0")
     for key in ('micro_batch', 'grad_accum', 'max_iters'):
         if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1:
             raise ValueError(f"{key}={conf[key]!r}: expected a positive int")
@@ -292,12 +296,16 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
                 loss.backward()
         total = total + loss.detach()
     params = [p for p in raw.parameters() if p.grad is not None]
-    if conf['grad_clip'] > 0:  # a non-finite norm poisons the step on every optimizer path alike; the next log line stops the run
-        gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
+    if conf['grad_clip'] > 0:  # a non-finite norm poisons the step on every optimizer path alike (unless it is
+        gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])  # skipped); the next log line stops the run
     else:
         gnorm = torch.nn.utils.get_total_norm([p.grad for p in params])
     if hasattr(gnorm, 'full_tensor'):  # sharded parameters: the norm is a replicated DTensor
         gnorm = gnorm.full_tensor()
+    if conf['max_skipped_steps']:  # fused AdamW reads found_inf as under torch's GradScaler: 1 skips the whole update
+        if not optimizer.defaults.get('fused'):
+            raise ValueError('max_skipped_steps > 0 needs the fused AdamW (make_optimizer(fused=True))')
+        optimizer.found_inf = (~torch.isfinite(gnorm)).float()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return total, gnorm
@@ -479,10 +487,21 @@ def flush(pending, evals, csv_path, world_size, master=True):
     return rows
 
 
-def stop_if_non_finite(rows, out_dir, log_path, master=True):
+def stop_if_non_finite(rows, out_dir, log_path, master=True, skipped=None, max_skipped=0):
     """Stop the run at the first row with a non-finite loss or gradient norm, naming the last good checkpoint;
-    called right after flush, before anything else is written."""
-    bad = next(((it, loss, gnorm) for it, _, loss, gnorm in rows if not (math.isfinite(loss) and math.isfinite(gnorm))), None)
+    called right after flush, before anything else is written. skipped: a list collecting the iterations whose
+    update was skipped for a non-finite gradient norm (with a finite loss); up to max_skipped of them are logged
+    and the run goes on."""
+    for it, _, loss, gnorm in rows:
+        if max_skipped and math.isfinite(loss) and not math.isfinite(gnorm) and len(skipped) < max_skipped:
+            skipped.append(it)
+            log(f'iter {it}: gradient norm {gnorm}, update skipped ({len(skipped)} of max_skipped_steps={max_skipped})',
+                log_path, master)
+        elif not (math.isfinite(loss) and math.isfinite(gnorm)):
+            bad = it, loss, gnorm
+            break
+    else:
+        bad = None
     if bad:
         good = checkpoint.list_checkpoints(out_dir)
         msg = (f'non-finite loss {bad[1]} / gradient norm {bad[2]} at iter {bad[0]}: stopping. '
@@ -647,6 +666,7 @@ if __name__ == '__main__':
     pending = []   # (iter, lr, loss, gnorm) as dev tensors, read at the next log line or checkpoint
     evals = {}     # iter -> evaluation columns, written with that iteration's row
     interval = []  # (iter, lr, loss, gnorm) read since the last log line
+    skipped = []   # iterations whose update was skipped (non-finite gradient norm), at most max_skipped_steps
     last_eval = None
     it = start_iter
     t_log, wait_log, it_log, flops = time.perf_counter(), loader.wait_time, it, 0  # since the last log line
@@ -668,7 +688,7 @@ if __name__ == '__main__':
             log(msg, log_path, master)
         if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
             rows = flush(pending, evals, csv_path, world_size, master)
-            interval += stop_if_non_finite(rows, out_dir, log_path, master)  # never checkpoint a non-finite step
+            interval += stop_if_non_finite(rows, out_dir, log_path, master, skipped, max_skipped_steps)  # never checkpoint a non-finite step
             pending = []
             weights, optim_state = full_state(raw_model, optimizer)
             if master:
@@ -700,7 +720,8 @@ if __name__ == '__main__':
 
         warming = it - start_iter <= timing_warmup
         if warming or it % log_interval == 0 or it == max_iters:
-            interval += stop_if_non_finite(flush(pending, evals, csv_path, world_size, master), out_dir, log_path, master)
+            interval += stop_if_non_finite(flush(pending, evals, csv_path, world_size, master), out_dir, log_path, master,
+                                           skipped, max_skipped_steps)
             pending = []
             now = time.perf_counter()
             dt, n = now - t_log, it - it_log
@@ -732,7 +753,8 @@ if __name__ == '__main__':
         speed = 'no iterations after the warm-up'
     final = ' | final ' + describe_eval(last_eval) if last_eval else ''
     log(f'done: {it - start_iter} iters in {time.perf_counter() - t_run:.1f} s ({warmup_seconds:.1f} s warm-up) | {speed} '
-        f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(dev)[0]:.1f} GiB', log_path, master)
+        f'| best val loss {best_val_loss:.4f}{final} | peak mem {memory_gib(dev)[0]:.1f} GiB'
+        + (f' | updates skipped at iters {skipped}' if skipped else ''), log_path, master)
     loader.close()
     if ddp:
         dist.destroy_process_group()

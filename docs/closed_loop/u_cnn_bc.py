@@ -8,8 +8,12 @@ With 'fm' the head is a flow-matching head as pi05's (it also sees the noisy chu
 noise - actions, samples with 10 Euler steps from Gaussian noise) instead of a regression. With 'vit' each camera's
 encoder is model.py's SigLIP tower in the 'demo' shape (8 px patches, 3 layers of width 128, trained from scratch)
 whose tokens are flattened into the head, in place of the CNN; 'vit conv' gives that tower model.py's convolutional
-stem (vision_stem='conv'). Runs on CUDA where there is one.
-    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv]"""
+stem (vision_stem='conv'). Options of the flow-matching head (added 2026-12-04, session 9): 'beta' draws t as pi05
+does (model.sample_time) instead of uniformly; 'skip' adds a linear map of the noisy chunk to the head's output (the
+pi05 expert's residual stream passes x_t through; the MLP head has to learn that identity); 'k4' draws 4 noise/time
+pairs per frame of each batch; 'det' samples from zero noise; 'steps20' integrates with 20 Euler steps.
+Runs on CUDA where there is one.
+    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv] [beta] [skip] [k4] [det] [steps20]"""
 import dataclasses
 import os
 import sys
@@ -29,6 +33,8 @@ size, steps, n_eval = (int(a) for a in (sys.argv[2:5] + ['64', '3000', '20'][len
 use_state = 'nostate' not in sys.argv[5:]
 fm = 'fm' in sys.argv[5:]
 vit, stem = 'vit' in sys.argv[5:], 'conv' if 'conv' in sys.argv[5:] else 'patch'
+beta, skip, det = 'beta' in sys.argv[5:], 'skip' in sys.argv[5:], 'det' in sys.argv[5:]
+K, n_steps = 4 if 'k4' in sys.argv[5:] else 1, 20 if 'steps20' in sys.argv[5:] else 10
 dev = 'cuda' if torch.cuda.is_available() else 'cpu'
 H, replan = 10, 5
 torch.manual_seed(0)
@@ -72,11 +78,13 @@ class Net(nn.Module):
         self.cams = nn.ModuleList([cnn(), cnn()])
         self.head = nn.Sequential(nn.Linear(2 * 1024 + 4 * use_state + fm * (4 * H + 1), 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                                   nn.Linear(512, 4 * H))
+        self.skip = nn.Linear(4 * H, 4 * H) if fm and skip else None
 
     def forward(self, img, st, xt=None):
         x = img.float() / 127.5 - 1
         f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else []) + ([xt] if fm else [])
-        return self.head(torch.cat(f, -1))
+        out = self.head(torch.cat(f, -1))
+        return out if self.skip is None else out + self.skip(xt[:, :-1])
 
 net = Net().to(dev)
 opt = torch.optim.Adam(net.parameters(), 1e-3)
@@ -84,7 +92,9 @@ T0 = time.time()
 for step in range(steps):
     i = torch.randint(0, len(Y), (64,), device=dev)
     if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
-        noise, tt = torch.randn(len(i), Y.shape[1], device=dev), torch.rand(len(i), 1, device=dev)
+        i = i.repeat(K)
+        noise = torch.randn(len(i), Y.shape[1], device=dev)
+        tt = (M.sample_time(len(i), device=dev) if beta else torch.rand(len(i), device=dev))[:, None]
         loss = ((net(I[i], St[i], torch.cat([tt * noise + (1 - tt) * Y[i], tt], -1)) - (noise - Y[i])) ** 2).mean()
     else:
         loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
@@ -96,9 +106,9 @@ gen = torch.Generator().manual_seed(0)
 def act(img, st):
     if not fm:
         return net(img, st)
-    a = torch.randn(1, 4 * H, generator=gen).to(dev)
-    for k in range(10):  # Euler from t = 1 (noise) to t = 0 (actions)
-        a = a - 0.1 * net(img, st, torch.cat([a, torch.full((1, 1), 1 - 0.1 * k, device=dev)], -1))
+    a = torch.randn(1, 4 * H, generator=gen).to(dev) * (0 if det else 1)
+    for k in range(n_steps):  # Euler from t = 1 (noise) to t = 0 (actions)
+        a = a - net(img, st, torch.cat([a, torch.full((1, 1), 1 - k / n_steps, device=dev)], -1)) / n_steps
     return a
 
 wins, T0 = 0, time.time()
@@ -115,6 +125,6 @@ for k in range(n_eval):
         if env.step(plan.pop(0)):
             wins += 1
             break
-print(f'{task}: {("ViT, conv stem" if stem == "conv" else "ViT") if vit else "CNN"} behaviour cloning{" (flow matching)" if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
+print(f'{task}: {("ViT, conv stem" if stem == "conv" else "ViT") if vit else "CNN"} behaviour cloning{(" (flow matching " + " ".join(sys.argv[5:]) + ")") if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
       f'{steps} steps: {wins} of {n_eval} closed-loop successes (seeds 10000-{10000 + n_eval - 1}), '
       f'evaluated in {time.time() - T0:.0f} s', flush=True)
