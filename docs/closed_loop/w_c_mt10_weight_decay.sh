@@ -21,7 +21,7 @@ done
 wait
 for r in A B; do
   C=$(ls -d out/mw$r/ckpt_* | sort -t_ -k2 -n | tail -n 1); el "$r: $C"
-  ev $r $C 8 435 &
+  ev $r $C 8 450 &
 done
 wait
 for r in A B; do grep -h "parameters\|eval iter\|done:\|non-finite\|skipped" $L/train_$r.txt | cut -c1-220; done
