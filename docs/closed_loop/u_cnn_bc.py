@@ -11,9 +11,10 @@ whose tokens are flattened into the head, in place of the CNN; 'vit conv' gives 
 stem (vision_stem='conv'). Options of the flow-matching head (added 2026-12-04, session 9): 'beta' draws t as pi05
 does (model.sample_time) instead of uniformly; 'skip' adds a linear map of the noisy chunk to the head's output (the
 pi05 expert's residual stream passes x_t through; the MLP head has to learn that identity); 'k4' draws 4 noise/time
-pairs per frame of each batch; 'det' samples from zero noise; 'steps20' integrates with 20 Euler steps.
+pairs per frame of each batch (each frame through the encoders 4 times); 'k4shared' the same with the encoders run
+once per frame and their features repeated for the 4 draws (the head alone sees 4x the rows); 'det' samples from zero noise; 'steps20' integrates with 20 Euler steps.
 Runs on CUDA where there is one.
-    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv] [beta] [skip] [k4] [det] [steps20]"""
+    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv] [beta] [skip] [k4|k4shared] [det] [steps20]"""
 import dataclasses
 import os
 import sys
@@ -34,7 +35,8 @@ use_state = 'nostate' not in sys.argv[5:]
 fm = 'fm' in sys.argv[5:]
 vit, stem = 'vit' in sys.argv[5:], 'conv' if 'conv' in sys.argv[5:] else 'patch'
 beta, skip, det = 'beta' in sys.argv[5:], 'skip' in sys.argv[5:], 'det' in sys.argv[5:]
-K, n_steps = 4 if 'k4' in sys.argv[5:] else 1, 20 if 'steps20' in sys.argv[5:] else 10
+K, n_steps = 4 if {'k4', 'k4shared'} & set(sys.argv[5:]) else 1, 20
+shared = 'k4shared' in sys.argv[5:] if 'steps20' in sys.argv[5:] else 10
 dev = 'cuda' if torch.cuda.is_available() else 'cpu'
 H, replan = 10, 5
 torch.manual_seed(0)
@@ -80,9 +82,10 @@ class Net(nn.Module):
                                   nn.Linear(512, 4 * H))
         self.skip = nn.Linear(4 * H, 4 * H) if fm and skip else None
 
-    def forward(self, img, st, xt=None):
+    def forward(self, img, st, xt=None, repeat=1):
         x = img.float() / 127.5 - 1
-        f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else []) + ([xt] if fm else [])
+        f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else [])
+        f = [y.repeat(repeat, *[1] * (y.ndim - 1)) for y in f] + ([xt] if fm else [])
         out = self.head(torch.cat(f, -1))
         return out if self.skip is None else out + self.skip(xt[:, :-1])
 
@@ -92,10 +95,12 @@ T0 = time.time()
 for step in range(steps):
     i = torch.randint(0, len(Y), (64,), device=dev)
     if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
-        i = i.repeat(K)
-        noise = torch.randn(len(i), Y.shape[1], device=dev)
-        tt = (M.sample_time(len(i), device=dev) if beta else torch.rand(len(i), device=dev))[:, None]
-        loss = ((net(I[i], St[i], torch.cat([tt * noise + (1 - tt) * Y[i], tt], -1)) - (noise - Y[i])) ** 2).mean()
+        j = i.repeat(K)
+        noise = torch.randn(len(j), Y.shape[1], device=dev)
+        tt = (M.sample_time(len(j), device=dev) if beta else torch.rand(len(j), device=dev))[:, None]
+        xt = torch.cat([tt * noise + (1 - tt) * Y[j], tt], -1)
+        v = net(I[i], St[i], xt, repeat=K) if shared else net(I[j], St[j], xt)
+        loss = ((v - (noise - Y[j])) ** 2).mean()
     else:
         loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
     opt.zero_grad(), loss.backward(), opt.step()
