@@ -119,7 +119,11 @@ class AdaRMSNorm(nn.Module):
         """mod: this norm's Dense output for cond, when computed ahead (Pi05.step_conditions)."""
         if mod is None:
             mod = self.dense(cond.to(x.dtype))  # JAX: Dense in x's dtype
-        scale, shift, gate = mod[:, None, :].chunk(3, dim=-1)
+        if mod.ndim == 2:  # cond (B, W): one condition for all tokens
+            mod = mod[:, None, :]
+        elif mod.shape[1] != x.shape[1]:  # cond (B, K, W): one per block of T / K consecutive tokens (flow draws)
+            mod = mod.repeat_interleave(x.shape[1] // mod.shape[1], 1)
+        scale, shift, gate = mod.chunk(3, dim=-1)
         return (rms(x) * (1 + scale.float()) + shift.float()).to(x.dtype), gate
 
 
@@ -517,11 +521,11 @@ class Pi05(nn.Module):
             return 'sdpa'
         return self.attn
 
-    def attn_mask(self, valid, prefix_len, impl, q_start=0):
+    def attn_mask(self, valid, prefix_len, impl, q_start=0, horizon=None):
         if impl == 'flex':
-            return flex_mask.block_mask(valid, prefix_len, q_start)
+            return flex_mask.block_mask(valid, prefix_len, q_start, horizon=horizon)
         dtype = torch.float32 if impl in ('eager', 'grouped') else self.compute_dtype  # sdpa wants the query dtype
-        return flex_mask.additive_mask(valid, prefix_len, dtype, q_start)
+        return flex_mask.additive_mask(valid, prefix_len, dtype, q_start, horizon)
 
     # --- the training forward ---
 
@@ -555,39 +559,55 @@ class Pi05(nn.Module):
         return torch.cat([x_img, x_txt], 1), valid
 
     def velocity(self, batch, x_t, t):
-        """The joint training forward: v_t (B, H, A) fp32 for noisy actions x_t at time t (B,)."""
+        """The joint training forward: v_t (B, H, A) fp32 for noisy actions x_t at time t (B,). Flow draws: x_t
+        (B, K, H, A) at t (B, K) -> (B, K, H, A), K draws per sample sharing one prefix pass; each draw's H action
+        tokens see the prefix and themselves only, at a single draw's positions, so each v equals that draw's alone."""
         self.check_batch(batch)
         xp, valid_p = self.embed_prefix(batch)
-        B, Lp, H = xp.shape[0], xp.shape[1], x_t.shape[1]
-        valid = torch.cat([valid_p, valid_p.new_ones(B, H)], 1)
-        cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)  # padding never advances positions
+        K = x_t.shape[1] if x_t.ndim == 4 else None
+        B, Lp, H = xp.shape[0], xp.shape[1], x_t.shape[-2]
+        valid = torch.cat([valid_p, valid_p.new_ones(B, (K or 1) * H)], 1)
+        pos = torch.cumsum(valid, 1) - 1  # padding never advances positions
+        if K:  # every draw's actions take the positions of the first's
+            pos = torch.cat([pos[:, :Lp], pos[:, Lp:Lp + H].repeat(1, K)], 1)
+        cos, sin = rope_tables(pos, self.cfg.head_dim)
         impl, last_impl = self.attn_impl(), self.attn_impl(actions_only=self.skip_unused)
-        mask = self.attn_mask(valid, Lp, impl)  # built once per batch, shared by all layers
-        last_mask = self.attn_mask(valid, Lp, last_impl, q_start=Lp) if self.skip_unused else mask
-        xs, cond = self.action_in(x_t, t, self.compute_dtype)
+        mask = self.attn_mask(valid, Lp, impl, horizon=K and H)  # built once per batch, shared by all layers
+        last_mask = self.attn_mask(valid, Lp, last_impl, q_start=Lp, horizon=K and H) if self.skip_unused else mask
+        if K:  # action tokens (B, K * H, W); the condition (B, K, W), one per draw (AdaRMSNorm spreads it)
+            xs, cond = self.action_in(x_t.flatten(1, 2), t.flatten(), self.compute_dtype)
+            cond = cond.view(B, K, -1)
+        else:
+            xs, cond = self.action_in(x_t, t, self.compute_dtype)
         for layer in self.layers[:-1]:
             xp, xs = layer(xp, xs, cond, cos, sin, mask, impl)
         xp, xs = self.layers[-1](xp, xs, cond, cos, sin, last_mask, last_impl)
         if not self.skip_unused:
             self.vlm_norm(xp)  # the reference computes the prefix final norm too; its output feeds nothing
-        return self.action_out(xs, cond)
+        v = self.action_out(xs, cond)
+        return v.unflatten(1, (K, H)) if K else v
 
     def forward(self, batch, noise=None, time=None, loss_dims=0, generator=None, per_dim=False):
         """Flow-matching loss: x_t = t*eps + (1-t)*a, u_t = eps - a; mean of (v_t - u_t)^2 over B, H and all A dims
         (openpi), or over the first loss_dims dims (LeRobot). noise/time default to fresh draws (sample_time).
-        per_dim: the mean over B and H for each of the A dims instead (evaluation reads several losses off one pass)."""
+        noise (B, K, H, A) with time (B, K): K flow draws per sample on one prefix pass (velocity), the mean over
+        them too. per_dim: the mean over all but the A dims instead (evaluation reads several losses off one pass)."""
         a = batch['actions'].float()
         if a.ndim != 3 or a.shape[1:] != (self.cfg.action_horizon, self.cfg.action_dim):
             raise ValueError(f"actions: expected (B, {self.cfg.action_horizon}, {self.cfg.action_dim}), got {tuple(a.shape)}")
         if noise is None:
             noise = torch.randn(a.shape, device=a.device, generator=generator)
+        if noise.ndim == 4:  # flow draws
+            if noise.shape[2:] != a.shape[1:] or noise.shape[0] != a.shape[0]:
+                raise ValueError(f"noise {tuple(noise.shape)}: expected (B, K, H, A) with actions {tuple(a.shape)}")
+            a = a[:, None]
         if time is None:
-            time = sample_time(a.shape[0], generator, a.device)
-        t = time[:, None, None]
+            time = sample_time(noise.shape[:-2].numel(), generator, a.device).view(noise.shape[:-2])
+        t = time[..., None, None]
         v = self.velocity(batch, t * noise + (1 - t) * a, time)
         err = (v - (noise - a)) ** 2
         if per_dim:
-            return err.mean((0, 1))
+            return err.mean(tuple(range(err.ndim - 1)))
         return (err[..., :loss_dims] if loss_dims else err).mean()
 
     # --- inference ---
@@ -690,13 +710,13 @@ class Pi05(nn.Module):
 
     # --- accounting ---
 
-    def estimate_flops(self, batch):
+    def estimate_flops(self, batch, draws=1):
         """Model FLOPs of one training step (forward + backward, no recompute) for the tokens actually computed:
         2*m*n*k per matmul forward, twice that backward (the patch conv needs no input gradient); attention as
-        the dense QK^T and PV products."""
+        the dense QK^T and PV products. draws: flow draws per sample (their action tokens as one longer suffix)."""
         cfg = self.cfg
         B, N = batch['images'].shape[:2]
-        L, H, P = batch['tokens'].shape[1], cfg.action_horizon, cfg.patches
+        L, H, P = batch['tokens'].shape[1], cfg.action_horizon * draws, cfg.patches
         Tp, T = N * P + L, N * P + L + H
         qd, kvd = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
         mm = lambda rows, k, n: 2 * rows * k * n
@@ -713,11 +733,11 @@ class Pi05(nn.Module):
             return (mm(rows, d, qd) if q else 0) + mm(rows, d, 2 * kvd) + (mm(rows, qd, d) + mm(rows, d, 3 * hidden) if out else 0)
         attn = lambda tq: 2 * mm(B * cfg.heads, tq, T * cfg.head_dim)
         ew = cfg.expert_width
-        ada = lambda sites: sites * mm(B, ew, 3 * ew)
+        ada = lambda sites: sites * mm(B * draws, ew, 3 * ew)  # one condition per draw
         full = stream(B * Tp, cfg.width, cfg.mlp) + stream(B * H, ew, cfg.expert_mlp) + attn(T) + ada(2)
         last = (stream(B * Tp, cfg.width, cfg.mlp, q=False, out=False) + stream(B * H, ew, cfg.expert_mlp) + attn(H) + ada(2)
                 if self.skip_unused else full)
-        heads = mm(B, ew, 2 * ew) + mm(B * H, cfg.action_dim, ew) + mm(B * H, ew, cfg.action_dim) + ada(1)
+        heads = mm(B * draws, ew, 2 * ew) + mm(B * H, cfg.action_dim, ew) + mm(B * H, ew, cfg.action_dim) + ada(1)
         fwd = vit + full * (cfg.depth - 1) + last + heads
         return 3 * fwd + 2 * patch
 

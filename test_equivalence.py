@@ -216,6 +216,55 @@ def test_skipping_last_layer_prefix_work_matches_full():
         assert p.grad is None or p.grad.abs().max() == 0
 
 
+def draws_noise_time(cfg=CFG, B=3, K=3, seed=4):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(B, K, cfg.action_horizon, cfg.action_dim, generator=g), torch.rand(B, K, generator=g)
+
+
+@pytest.mark.parametrize('attn,skip_unused', [('eager', True), ('sdpa', True), ('eager', False)])
+def test_flow_draws_equal_separate_draws(attn, skip_unused):
+    """K = 3 flow draws per sample on one prefix pass (train.py's flow_draws): the loss and every gradient equal the
+    mean over the three single-draw passes; per_dim too. A draw that saw another's actions, took other positions or
+    another draw's time would differ."""
+    m, b = make_model(skip_unused=skip_unused), make_batch()
+    m.attn = attn
+    n, t = draws_noise_time()
+    m.zero_grad(set_to_none=True)
+    loss = sum(m(b, n[:, k], t[:, k]) for k in range(3)) / 3
+    loss.backward()
+    ref = loss.detach(), {k: (p.grad if p.grad is not None else torch.zeros_like(p)) for k, p in m.named_parameters()}
+    assert_same_function(ref, loss_and_grads(m, b, n, t), f'3 draws vs 3 passes ({attn})')
+    with torch.no_grad():
+        per_dim = sum(m(b, n[:, k], t[:, k], per_dim=True) for k in range(3)) / 3
+        assert_close(m(b, n, t, per_dim=True), per_dim, 'per-dim losses of 3 draws')
+        one = m(b, n[:, :1], t[:, :1])  # one draw in the draws layout is the plain pass
+        assert_close(one, m(b, n[:, 0], t[:, 0]), 'K = 1 draws layout vs plain')
+
+
+def test_flow_draws_mask_and_flex():
+    """The flow-draw mask: the dense form equals the flex mask_mod (full and actions-only rows), an action query sees
+    its own block's actions only, and flex attention's loss over draws equals eager's."""
+    from torch.nn.attention.flex_attention import create_mask
+    B, n_cams, P, L, H, K = 2, 2, 40, 30, 17, 3
+    valid = random_valid(B, n_cams, P, L, H * K, 0)
+    prefix, T = n_cams * P + L, n_cams * P + L + H * K
+    dense = flex_mask.dense_mask(valid, prefix, horizon=H)
+    assert torch.equal(create_mask(flex_mask.mask_mod_for(valid, prefix, horizon=H), B, 1, T, T, device='cpu')[:, 0], dense)
+    assert torch.equal(create_mask(flex_mask.mask_mod_for(valid, prefix, prefix, horizon=H), B, 1, H * K, T,
+                                   device='cpu')[:, 0], dense[:, prefix:])
+    block = torch.arange(T)[prefix:] - prefix
+    own = (block[:, None] // H == block[None, :] // H)
+    assert torch.equal(dense[:, prefix:, prefix:], own.expand(B, -1, -1))
+    assert torch.equal(dense[:, :, :prefix], flex_mask.dense_mask(valid, prefix)[:, :, :prefix])
+    assert torch.equal(flex_mask.dense_mask(valid, prefix, horizon=H * K), flex_mask.dense_mask(valid, prefix))
+    m, b = make_model(), make_batch()
+    n, t = draws_noise_time()
+    with torch.no_grad():
+        ref = m(b, n, t)
+        m.attn = 'flex'
+        assert_close(m(b, n, t), ref, 'flex vs eager loss over draws')
+
+
 @pytest.mark.parametrize('recompute', ['vit', 'full', 'layers.*.attn,layers.*.vlm.mlp,layers.*.expert.mlp'])
 def test_recompute_matches_no_recompute(recompute):
     m, b, (n, t) = make_model(), make_batch(), noise_time()
@@ -734,6 +783,11 @@ def test_estimate_flops_matches_flop_counter():
         m(b, n, t).backward()
     est, got = m.estimate_flops(b), fc.get_total_flops()
     assert abs(est - got) / got < 0.05, f"estimate {est:.4e} vs FlopCounterMode {got:.4e} ({(est - got) / got:+.2%})"
+    n, t = draws_noise_time(cfg, K=4)
+    with FlopCounterMode(display=False) as fc:
+        m(b, n, t).backward()
+    est, got = m.estimate_flops(b, draws=4), fc.get_total_flops()
+    assert abs(est - got) / got < 0.05, f"4 draws: estimate {est:.4e} vs FlopCounterMode {got:.4e} ({(est - got) / got:+.2%})"
 
 
 def test_pi05_parameter_count_on_meta():

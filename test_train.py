@@ -665,6 +665,30 @@ def test_accumulated_micro_steps_equal_one_large_step():
     assert (out[1][2] - out[2][2]).abs().max() < 1e-6, 'the weights after the step differ'
 
 
+def test_flow_draws_reach_the_loss():
+    """flow_draws=2: train_step's loss is the model's loss over the two noise/time draws draw_randomness makes for
+    each sample (both draws used, neither repeated), and a bad flow_draws is refused naming the key."""
+    conf, batch = tiny_step_setup(4)
+    conf = dict(conf, flow_draws=2)
+    torch.manual_seed(0)
+    raw = train.build_model(conf, 'cpu')
+    M.perturb_weights(raw, 0.1)
+    noise, t, _ = train.draw_randomness(torch.Generator().manual_seed(5), 4, raw.cfg, 2, 'none', 2)
+    assert noise.shape == (4, 2, raw.cfg.action_horizon, raw.cfg.action_dim) and t.shape == (4, 2)
+    with torch.no_grad():
+        want = raw(batch, noise, t)
+        single = [raw(batch, noise[:, k], t[:, k]) for k in range(2)]
+    assert abs(float(want) - float(sum(single)) / 2) < 1e-5 * float(want) and abs(float(single[0] - single[1])) > 1e-4
+    loss, _ = train.train_step(raw, raw, train.make_optimizer(raw, conf), [batch], conf, 1e-3,
+                               torch.Generator().manual_seed(5), [False, True])
+    assert abs(float(loss) - float(want)) < 1e-5 * float(want), (float(loss), float(want))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match=f'flow_draws={bad!r}: expected a positive int'):
+            train.check_config(dict(train.default_config(), flow_draws=bad))
+    with pytest.raises(ValueError, match='flow_draws=2 runs without fp8 and fit'):
+        train.check_config(dict(train.default_config(), flow_draws=2, fp8=True))
+
+
 def test_gradients_are_clipped_before_the_step():
     """The optimizer sees gradients of global norm grad_clip when the norm was larger (train_step returns the norm
     before clipping)."""

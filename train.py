@@ -78,6 +78,8 @@ fp8_keep_list = 'fp8_keep.txt'  # the Linears `bench.py --fp8_validate` measured
 dtype = 'auto'                  # compute dtype 'bfloat16' | 'float32' | 'auto' (bf16 on CUDA, fp32 on CPU)
 param_dtype = 'float32'         # 'float32' (fp32 master weights and AdamW moments) | 'bfloat16' (pure bf16, openpi torch)
 loss_dims = 0                   # 0: loss over all 32 action dims (openpi); n: over the first n (LeRobot)
+flow_draws = 1                  # noise/time draws per sample, all on one prefix pass (each draw's actions see the
+                                # prefix and themselves only); 1: openpi's single draw
 lora = False                    # openpi's LoRA fine-tuning (model.apply_lora): adapters on both Gemma streams, their
                                 # base weights frozen in bf16; SigLIP, projector and heads trained (no EMA, no fp8)
 # batch: global batch = micro_batch * grad_accum * world size
@@ -145,6 +147,11 @@ def check_config(conf):
     if conf['vision_stem'] == 'conv' and patch & (patch - 1):
         raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: model_name={conf['model_name']!r} has "
                          f"patch {patch}, not a power of two; use vision_stem='patch' or another model_name")
+    if not isinstance(conf['flow_draws'], int) or isinstance(conf['flow_draws'], bool) or conf['flow_draws'] < 1:
+        raise ValueError(f"flow_draws={conf['flow_draws']!r}: expected a positive int (1: openpi's single draw)")
+    if conf['flow_draws'] > 1 and (conf['fp8'] or conf['fit']):
+        raise ValueError(f"flow_draws={conf['flow_draws']} runs without fp8 and fit for now (fp8's token alignment "
+                         "and fit's memory account count one draw): set flow_draws=1 or fp8=False, fit=False")
     if not isinstance(conf['max_skipped_steps'], int) or conf['max_skipped_steps'] < 0:
         raise ValueError(f"max_skipped_steps={conf['max_skipped_steps']!r}: expected an int >= 0")
     for key in ('micro_batch', 'grad_accum', 'max_iters'):
@@ -254,10 +261,12 @@ def step_generator(seed, it, device, stream=0):
     return torch.Generator(device=device).manual_seed(key)
 
 
-def draw_randomness(gen, G, cfg, n_cams, augment):
-    """Noise (G, H, A), flow time (G,) and augmentation parameters (G, n_cams) for a whole global batch of G."""
-    noise = torch.randn(G, cfg.action_horizon, cfg.action_dim, generator=gen, device=gen.device)
-    t = M.sample_time(G, gen, gen.device)
+def draw_randomness(gen, G, cfg, n_cams, augment, draws=1):
+    """Noise (G, H, A), flow time (G,) and augmentation parameters (G, n_cams) for a whole global batch of G;
+    draws > 1: noise (G, draws, H, A) and time (G, draws), the flow draws of each sample."""
+    rows = (G, draws) if draws > 1 else (G,)
+    noise = torch.randn(*rows, cfg.action_horizon, cfg.action_dim, generator=gen, device=gen.device)
+    t = M.sample_time(G * draws, gen, gen.device).view(rows)
     aug = None if augment == 'none' else data.sample_augment_params(G, n_cams, generator=gen, device=gen.device,
                                                                     kind=augment)
     return noise, t, aug
@@ -275,7 +284,7 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
     n_micro = len(micro_batches)
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     G = micro_batches[0]['actions'].shape[0] * n_micro * world
-    noise, t, aug = draw_randomness(gen, G, raw.cfg, len(wrist), conf['augment'])
+    noise, t, aug = draw_randomness(gen, G, raw.cfg, len(wrist), conf['augment'], conf['flow_draws'])
     for group in optimizer.param_groups:
         group['lr'] = lr
     if conf['compile'] and conf['compile_mode'] == 'reduce-overhead':
@@ -709,7 +718,7 @@ if __name__ == '__main__':
         # one optimizer step
         lr = lr_at(it, config)
         micro_batches = [to_device(b, dev) for b in next(loader)]
-        flops += sum(raw_model.estimate_flops(mb) for mb in micro_batches)
+        flops += sum(raw_model.estimate_flops(mb, flow_draws) for mb in micro_batches)
         loss, gnorm = train_step(model, raw_model, optimizer, micro_batches, config, lr, step_generator(seed, it, dev),
                                  loader.wrist)
         if ema_model:
