@@ -305,8 +305,9 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
                 loss.backward()
         total = total + loss.detach()
     params = [p for p in raw.parameters() if p.grad is not None]
-    if conf['grad_clip'] > 0:  # a non-finite norm poisons the step on every optimizer path alike (unless it is
-        gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])  # skipped); the next log line stops the run
+    # a non-finite norm poisons the step on every optimizer path alike (unless skipped below); the next log line stops the run
+    if conf['grad_clip'] > 0:
+        gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
     else:
         gnorm = torch.nn.utils.get_total_norm([p.grad for p in params])
     if hasattr(gnorm, 'full_tensor'):  # sharded parameters: the norm is a replicated DTensor

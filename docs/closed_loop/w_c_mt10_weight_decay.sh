@@ -1,5 +1,5 @@
 #!/bin/bash
-# 2026-12-04 session 9, call 3 (issue 16): calls 1-2 point at generalisation, not optimisation (9000 iterations 66%,
+# Prepared 2026-12-04, session 9, as call 3 (issue 16; no device machine was lent for it: not run): calls 1-2 point at generalisation, not optimisation (9000 iterations 66%,
 # the default at seeds 42 / 1 73% / 73%): does AdamW weight decay regularise the from-scratch model? openpi's
 # weight_decay is 1e-10 (none); here --weight_decay=0.1 (decoupled, every parameter) at train seeds 42 (A) and 1 (B),
 # config/metaworld.py otherwise as it is (6000 iterations), EMA weights, noise scale 1, 8 workers each. Deadlines
