@@ -502,16 +502,17 @@ def stop_if_non_finite(rows, out_dir, log_path, master=True, skipped=None, max_s
     called right after flush, before anything else is written. skipped: a list collecting the iterations whose
     update was skipped for a non-finite gradient norm (with a finite loss); up to max_skipped of them are logged
     and the run goes on."""
+    bad = None
     for it, _, loss, gnorm in rows:
-        if max_skipped and math.isfinite(loss) and not math.isfinite(gnorm) and len(skipped) < max_skipped:
+        if math.isfinite(loss) and math.isfinite(gnorm):
+            continue
+        if math.isfinite(loss) and len(skipped or ()) < max_skipped:
             skipped.append(it)
             log(f'iter {it}: gradient norm {gnorm}, update skipped ({len(skipped)} of max_skipped_steps={max_skipped})',
                 log_path, master)
-        elif not (math.isfinite(loss) and math.isfinite(gnorm)):
-            bad = it, loss, gnorm
-            break
-    else:
-        bad = None
+            continue
+        bad = it, loss, gnorm
+        break
     if bad:
         good = checkpoint.list_checkpoints(out_dir)
         msg = (f'non-finite loss {bad[1]} / gradient norm {bad[2]} at iter {bad[0]}: stopping. '

@@ -85,7 +85,9 @@ class Net(nn.Module):
     def forward(self, img, st, xt=None, repeat=1):
         x = img.float() / 127.5 - 1
         f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else [])
-        f = [y.repeat(repeat, *[1] * (y.ndim - 1)) for y in f] + ([xt] if fm else [])
+        if repeat > 1:  # k4shared: the features of each frame for each of its draws
+            f = [y.repeat(repeat, *[1] * (y.ndim - 1)) for y in f]
+        f += [xt] if fm else []
         out = self.head(torch.cat(f, -1))
         return out if self.skip is None else out + self.skip(xt[:, :-1])
 
