@@ -6,9 +6,10 @@
 # these seeds scored 73 / 73% (w_b) and 78 / 72% (v_a, v_c). flow_draws had never run on CUDA: a run that dies in its
 # first 100 s is restarted with --weight_decay=0.1 instead (w_c's question), so the call still answers something.
 source docs/closed_loop/mt10_call.sh
+TRAIN_END=${TRAIN_END:-440}; EVAL_END=${EVAL_END:-590}  # seconds from the start at which training / evaluation are cut
 tr_run() { # name seed flags...
   local n=$1 s=$2; shift 2
-  timeout $(( 440 - ($(date +%s) - T0) )) python3 train.py config/metaworld.py --seed=$s "$@" \
+  timeout $(( TRAIN_END - ($(date +%s) - T0) )) python3 train.py config/metaworld.py --seed=$s "$@" \
     --out_dir=out/mw$n --eval_interval=3000 --keep_last=0 > $L/train_$n.txt 2>&1; }
 for r in A:42 B:1; do tr_run ${r%:*} ${r#*:} --flow_draws=4 & done
 sleep 100
@@ -21,7 +22,7 @@ done
 wait
 for r in A B; do
   C=$(ls -d out/mw$r/ckpt_* | sort -t_ -k2 -n | tail -n 1); el "$r: $C"
-  ev $r $C 8 590 &
+  ev $r $C 8 $EVAL_END &
 done
 wait
 report A B
