@@ -11,6 +11,6 @@ python3 prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokeniz
 el data
 for k in 4 1; do
   timeout $(( ${END:-230} - ($(date +%s) - T0) )) python3 train.py config/metaworld.py --flow_draws=$k --max_iters=600 \
-    --warmup_iters=100 --lr_decay_iters=600 --eval_interval=600 --ckpt_interval=0 --out_dir=out/k$k > $L/train_k$k.txt 2>&1
+    --warmup_iters=100 --lr_decay_iters=600 --eval_interval=600 --ckpt_interval=-1 --out_dir=out/k$k > $L/train_k$k.txt 2>&1
   el "flow_draws=$k rc $?"; grep -h "parameters\|^iter [1-6]00/\|eval iter\|done:\|Error" $L/train_k$k.txt | cut -c1-200
 done
