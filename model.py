@@ -197,7 +197,15 @@ def attention(q, k, v, mask, impl):
         # of one matrix, so each K/V head is read once by two small GEMMs (no repeated K/V, no attention kernel that
         # gives 50 queries one block per head); logits, mask and softmax in fp32 as the reference
         G, Tk = Hq // k.shape[1], k.shape[2]
-        logits = torch.matmul(q.reshape(B, -1, G * Tq, Dh).float(), k.float().transpose(-1, -2)) * Dh ** -0.5
+        qg = q.reshape(B, -1, G * Tq, Dh)
+        if q.is_cuda and q.dtype == torch.bfloat16 and not (torch.is_grad_enabled() and q.requires_grad):
+            # plain sampling: bf16 products summed in fp32 by the tensor cores give the reference's fp32 logits
+            # (a bf16 product is exact in fp32) without casting q and k; this bmm has no derivative, so a guided
+            # (real-time chunking) call, which differentiates through q, takes the fp32 product below
+            logits = torch.bmm(qg.flatten(0, 1), k.flatten(0, 1).transpose(-1, -2), out_dtype=torch.float32)
+            logits = logits.view(B, -1, G * Tq, Tk) * Dh ** -0.5
+        else:
+            logits = torch.matmul(qg.float(), k.float().transpose(-1, -2)) * Dh ** -0.5
         p = torch.softmax(logits.view(B, -1, G, Tq, Tk) + mask[:, :, None], dim=-1).to(v.dtype)
         o = torch.matmul(p.view(B, -1, G * Tq, Tk), v).view(B, Hq, Tq, Dh)
     elif impl == 'flex':

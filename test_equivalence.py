@@ -812,6 +812,31 @@ class TestGPU:
         n, t = noise_time(cfg)
         return m, b, n.cuda(), t.cuda()
 
+    def test_grouped_attention_bf16_matches_eager(self):
+        """On CUDA in bf16 'grouped' takes its logits from a bf16 GEMM with fp32 output when no gradient is taken, and
+        the fp32 product when one is (real-time chunking differentiates through q): both against the reference (fp32
+        logits of the same bf16 values) at pi05's heads, the forward of each and the query gradient of the second."""
+        B, Dh, H, Hq, Hkv = 1, 256, 50, 8, 1
+        valid = random_valid(B, 2, 256, 48, H, 5).cuda()
+        Lp = valid.shape[1] - H
+        g = torch.Generator(device='cuda').manual_seed(3)
+        q = torch.randn(B, H, Hq, Dh, generator=g, device='cuda', dtype=torch.bfloat16)
+        k, v = (torch.randn(B, Lp + H, Hkv, Dh, generator=g, device='cuda', dtype=torch.bfloat16) for _ in range(2))
+        mask = flex_mask.additive_mask(valid, Lp, torch.float32, q_start=Lp)
+        ref = M.attention(q, k, v, mask, 'eager')
+        with torch.no_grad():
+            got = M.attention(q, k, v, mask, 'grouped')
+        # fp32 logits summed in another order move ~1e-4 of the bf16 outputs by an ulp; bf16 logits would move ~60%
+        differ = (got != ref).float().mean().item()
+        assert differ < 1e-2, f'grouped (bf16 GEMM logits) vs eager attention: {differ:.2%} of the outputs differ'
+        q.requires_grad_()
+        ref, got = M.attention(q, k, v, mask, 'eager'), M.attention(q, k, v, mask, 'grouped')
+        differ = (got != ref).float().mean().item()
+        assert differ < 1e-2, f'grouped (fp32 logits) vs eager attention: {differ:.2%} of the outputs differ'
+        w = torch.randn_like(ref)
+        gr, gg = (torch.autograd.grad((o * w).sum(), q)[0].float() for o in (ref, got))
+        assert_close(gg, gr, 'grouped vs eager attention: gradient wrt the queries', rtol=2e-2)
+
     @pytest.mark.parametrize('impl', ['flex', 'grouped'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):
         """sample_actions(denoise_attn=impl) compiled by inductor at pi05's head layout (8 query heads per K/V head,
