@@ -35,8 +35,9 @@ use_state = 'nostate' not in sys.argv[5:]
 fm = 'fm' in sys.argv[5:]
 vit, stem = 'vit' in sys.argv[5:], 'conv' if 'conv' in sys.argv[5:] else 'patch'
 beta, skip, det = 'beta' in sys.argv[5:], 'skip' in sys.argv[5:], 'det' in sys.argv[5:]
-K, n_steps = 4 if {'k4', 'k4shared'} & set(sys.argv[5:]) else 1, 20
-shared = 'k4shared' in sys.argv[5:] if 'steps20' in sys.argv[5:] else 10
+K = 4 if {'k4', 'k4shared'} & set(sys.argv[5:]) else 1
+n_steps = 20 if 'steps20' in sys.argv[5:] else 10
+shared = 'k4shared' in sys.argv[5:]
 dev = 'cuda' if torch.cuda.is_available() else 'cpu'
 H, replan = 10, 5
 torch.manual_seed(0)
