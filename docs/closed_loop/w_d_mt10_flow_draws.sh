@@ -1,4 +1,5 @@
 #!/bin/bash
+# RAN 2026-12-05 session 11 as written (H200, 382 s): 72% and 74% (docs/closed_loop/y_results.txt)
 # Prepared 2026-12-04 (session 9) for the next device call, not run yet (issue 16): does training each sample on K
 # flow draws sharing one prefix pass (train.py --flow_draws=4) lift MT10? u_cnn_bc.py (the CNN and a flow-matching
 # head on push-v3): 18 of 20 with four draws per frame on shared features, 10 with one. config/metaworld.py otherwise

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Not needed any more: w_d (2026-12-05) ran --flow_draws=4 on CUDA with reduce-overhead graphs, 32.0 ms per iteration beside a second run (one draw: 30-31 ms)
 # Session 10 (2026-12-05), issue 16, not run yet: a short first run of train.py --flow_draws=4 on CUDA (compiled with
 # CUDA graphs, config/metaworld.py's compile_mode), then the same run with one draw, one after the other, each alone
 # on the GPU, on MT10 x 5 demonstrations: does the path compile and train there, and what does an iteration cost?
