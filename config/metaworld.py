@@ -15,8 +15,8 @@
 # runs (train seeds 42, 1, 2, 42, 1) 78 / 72 / 69 / 73 / 73%, mean 73.0% (push 46%, pick-place 26%, from 2-4% with the
 # patch stem). With it, 9000 iterations 66%, random shift 63%, zero-noise sampling 72 / 77% on the checkpoints that
 # score 73 / 73% (docs/closed_loop/w_results.txt).
-# Nor (2026-12-05, docs/closed_loop/y_results.txt, seeds 42 / 1 against the default's 73 / 73%): four flow draws per
-# sample (--flow_draws=4) 72 / 74%, AdamW weight decay 0.1 69 / 69%.
+# Neither four flow draws per sample (--flow_draws=4: 72 / 74%) nor AdamW weight decay 0.1 (69 / 69%) paid (2026-12-05,
+# train seeds 42 / 1 against the default's 73 / 73%; docs/closed_loop/y_results.txt).
 # compile_mode='reduce-overhead' takes an iteration from 60 to 22-29 ms here (its GPU tests pass).
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
