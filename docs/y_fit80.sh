@@ -7,6 +7,6 @@
 source docs/closed_loop/device_setup.sh
 L=$OUT/logs; mkdir -p $L
 T0=$(date +%s)
-timeout 560 python3 bench.py --fit=True --fit_gpu=80 --fit_top=5 --steps=6 --warmup=2 --out_dir=$L/fit > $L/fit.txt 2>&1
-echo "[$(( $(date +%s) - T0 ))s] rc $?"; grep "^|\|Error\|error" $L/fit.txt | head -n 30
+timeout 560 python3 bench.py --fit=True --fit_gpu=80 --fit_top=5 --steps=6 --warmup=2 --out_dir=$L/fit > $L/fit.txt 2>&1; rc=$?
+echo "[$(( $(date +%s) - T0 ))s] rc $rc"; grep "^|\|Error\|error" $L/fit.txt | head -n 30
 cd $OUT && tar czf logs.tgz logs && rm -rf logs
