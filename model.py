@@ -198,10 +198,11 @@ def attention(q, k, v, mask, impl):
         # gives 50 queries one block per head); logits, mask and softmax in fp32 as the reference
         G, Tk = Hq // k.shape[1], k.shape[2]
         qg = q.reshape(B, -1, G * Tq, Dh)
-        if q.is_cuda and q.dtype == torch.bfloat16 and not (torch.is_grad_enabled() and q.requires_grad):
+        grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
+        if q.is_cuda and q.dtype == k.dtype == torch.bfloat16 and not grad:
             # plain sampling: bf16 products summed in fp32 by the tensor cores give the reference's fp32 logits
             # (a bf16 product is exact in fp32) without casting q and k; this bmm has no derivative, so a guided
-            # (real-time chunking) call, which differentiates through q, takes the fp32 product below
+            # (real-time chunking) call, which differentiates through q and k, takes the fp32 product below
             logits = torch.bmm(qg.flatten(0, 1), k.flatten(0, 1).transpose(-1, -2), out_dtype=torch.float32)
             logits = logits.view(B, -1, G * Tq, Tk) * Dh ** -0.5
         else:

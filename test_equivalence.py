@@ -812,11 +812,14 @@ class TestGPU:
         n, t = noise_time(cfg)
         return m, b, n.cuda(), t.cuda()
 
-    def test_grouped_attention_bf16_matches_eager(self):
-        """On CUDA in bf16 'grouped' takes its logits from a bf16 GEMM with fp32 output when no gradient is taken, and
-        the fp32 product when one is (real-time chunking differentiates through q): both against the reference (fp32
-        logits of the same bf16 values) at pi05's heads, the forward of each and the query gradient of the second."""
-        B, Dh, H, Hq, Hkv = 1, 256, 50, 8, 1
+    @pytest.mark.parametrize('B,Hkv', [(1, 1), (2, 2)])
+    def test_grouped_attention_bf16_matches_eager(self, B, Hkv):
+        """On CUDA in bf16 'grouped' takes its logits from a bf16 GEMM with fp32 output (torch.bmm with out_dtype)
+        when no gradient is taken, and the fp32 product when one is (real-time chunking differentiates through q):
+        each against the reference (fp32 logits of the same bf16 values) at pi05's head sizes (8 query heads per K/V
+        head, head dim 256, 50 actions), the forward of both and the query gradient of the second."""
+        from unittest import mock
+        Dh, H, Hq = 256, 50, 8 * Hkv
         valid = random_valid(B, 2, 256, 48, H, 5).cuda()
         Lp = valid.shape[1] - H
         g = torch.Generator(device='cuda').manual_seed(3)
@@ -824,13 +827,17 @@ class TestGPU:
         k, v = (torch.randn(B, Lp + H, Hkv, Dh, generator=g, device='cuda', dtype=torch.bfloat16) for _ in range(2))
         mask = flex_mask.additive_mask(valid, Lp, torch.float32, q_start=Lp)
         ref = M.attention(q, k, v, mask, 'eager')
-        with torch.no_grad():
+        with torch.no_grad(), mock.patch('torch.bmm', wraps=torch.bmm) as bmm:
             got = M.attention(q, k, v, mask, 'grouped')
+        assert bmm.call_count == 1, 'grouped attention without a gradient did not take the bf16 GEMM logits'
         # fp32 logits summed in another order move ~1e-4 of the bf16 outputs by an ulp; bf16 logits would move ~60%
         differ = (got != ref).float().mean().item()
         assert differ < 1e-2, f'grouped (bf16 GEMM logits) vs eager attention: {differ:.2%} of the outputs differ'
         q.requires_grad_()
-        ref, got = M.attention(q, k, v, mask, 'eager'), M.attention(q, k, v, mask, 'grouped')
+        ref = M.attention(q, k, v, mask, 'eager')
+        with mock.patch('torch.bmm', wraps=torch.bmm) as bmm:
+            got = M.attention(q, k, v, mask, 'grouped')
+        assert bmm.call_count == 0, 'grouped attention under a gradient took the bf16 GEMM, which has no derivative'
         differ = (got != ref).float().mean().item()
         assert differ < 1e-2, f'grouped (fp32 logits) vs eager attention: {differ:.2%} of the outputs differ'
         w = torch.randn_like(ref)
