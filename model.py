@@ -204,10 +204,9 @@ def attention(q, k, v, mask, impl):
             # (a bf16 product is exact in fp32) without casting q and k; this bmm has no derivative, so a guided
             # (real-time chunking) call, which differentiates through q and k, takes the fp32 product below
             logits = torch.bmm(qg.flatten(0, 1), k.flatten(0, 1).transpose(-1, -2), out_dtype=torch.float32)
-            logits = logits.view(B, -1, G * Tq, Tk) * Dh ** -0.5
         else:
-            logits = torch.matmul(qg.float(), k.float().transpose(-1, -2)) * Dh ** -0.5
-        p = torch.softmax(logits.view(B, -1, G, Tq, Tk) + mask[:, :, None], dim=-1).to(v.dtype)
+            logits = torch.matmul(qg.float(), k.float().transpose(-1, -2))
+        p = torch.softmax(logits.view(B, -1, G, Tq, Tk) * Dh ** -0.5 + mask[:, :, None], dim=-1).to(v.dtype)
         o = torch.matmul(p.view(B, -1, G * Tq, Tk), v).view(B, Hq, Tq, Dh)
     elif impl == 'flex':
         from torch.nn.attention.flex_attention import flex_attention

@@ -389,17 +389,22 @@ def test_compiled_inference_matches_eager_sample_actions(fuse):
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
+def action_attention_inputs(B, Hq, Hkv, Dh, P, L, H=50, device='cpu', dtype=torch.float32):
+    """q (B, H, Hq, Dh), k, v (B, Lp + H, Hkv, Dh) and the additive mask of H action queries over a padded prefix of
+    two cameras of P tokens and L prompt slots (Lp in all) and over themselves, as the denoising steps attend."""
+    valid = random_valid(B, 2, P, L, H, 5).to(device)
+    Lp = valid.shape[1] - H
+    g = torch.Generator(device=device).manual_seed(3)
+    q = torch.randn(B, H, Hq, Dh, generator=g, device=device, dtype=dtype)
+    k, v = (torch.randn(B, Lp + H, Hkv, Dh, generator=g, device=device, dtype=dtype) for _ in range(2))
+    return q, k, v, flex_mask.additive_mask(valid, Lp, torch.float32, q_start=Lp)
+
+
 def test_grouped_attention_matches_eager_for_action_queries():
     """attention(..., 'grouped') (the query heads of a K/V head stacked into one matrix) against the reference for
     the denoising steps' rows: 50 action queries over a padded prefix and themselves, 8 query heads on 2 K/V heads
     (query head i reads K/V head i // 4; another order, or a K/V head read by the wrong queries, fails)."""
-    B, Dh, H, Hq, Hkv = 2, 16, 50, 8, 2
-    valid = random_valid(B, 2, 30, 40, H, 5)
-    Lp = valid.shape[1] - H
-    g = torch.Generator().manual_seed(3)
-    q = torch.randn(B, H, Hq, Dh, generator=g)
-    k, v = torch.randn(B, Lp + H, Hkv, Dh, generator=g), torch.randn(B, Lp + H, Hkv, Dh, generator=g)
-    mask = flex_mask.additive_mask(valid, Lp, torch.float32, q_start=Lp)
+    q, k, v, mask = action_attention_inputs(B=2, Hq=8, Hkv=2, Dh=16, P=30, L=40)
     ref = M.attention(q, k, v, mask, 'eager')
     assert_close(M.attention(q, k, v, mask, 'grouped'), ref, 'grouped vs eager attention', rtol=1e-6)
     swapped = torch.cat([k[:, :, 1:], k[:, :, :1]], 2)  # the K/V heads exchanged: a different function
@@ -819,13 +824,8 @@ class TestGPU:
         each against the reference (fp32 logits of the same bf16 values) at pi05's head sizes (8 query heads per K/V
         head, head dim 256, 50 actions), the forward of both and the query gradient of the second."""
         from unittest import mock
-        Dh, H, Hq = 256, 50, 8 * Hkv
-        valid = random_valid(B, 2, 256, 48, H, 5).cuda()
-        Lp = valid.shape[1] - H
-        g = torch.Generator(device='cuda').manual_seed(3)
-        q = torch.randn(B, H, Hq, Dh, generator=g, device='cuda', dtype=torch.bfloat16)
-        k, v = (torch.randn(B, Lp + H, Hkv, Dh, generator=g, device='cuda', dtype=torch.bfloat16) for _ in range(2))
-        mask = flex_mask.additive_mask(valid, Lp, torch.float32, q_start=Lp)
+        q, k, v, mask = action_attention_inputs(B, 8 * Hkv, Hkv, Dh=256, P=256, L=48, device='cuda',
+                                                dtype=torch.bfloat16)
         ref = M.attention(q, k, v, mask, 'eager')
         with torch.no_grad(), mock.patch('torch.bmm', wraps=torch.bmm) as bmm:
             got = M.attention(q, k, v, mask, 'grouped')

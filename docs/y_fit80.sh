@@ -6,9 +6,8 @@
 # 71.2, 63.4 GiB predicted by memory.fit_candidates as bench.py calls it, fp32 master weights, no EMA; computed on a
 # CPU on 2026-12-05). The predicted times lie within 5%: measure the first five under the
 # 80 GB cap (torch.cuda.set_per_process_memory_fraction), so the speed model can be corrected where its order is wrong.
-T0=$(date +%s)  # the deadline counts the setup too
-source docs/closed_loop/device_setup.sh
+source docs/closed_loop/device_setup.sh  # T0, el, left: the deadline counts the setup too
 L=$OUT/logs; mkdir -p $L
-timeout $(( 570 - ($(date +%s) - T0) )) python3 bench.py --fit=True --fit_gpu=80 --fit_top=5 --steps=6 --warmup=2 --out_dir=$L/fit > $L/fit.txt 2>&1; rc=$?
-echo "[$(( $(date +%s) - T0 ))s] rc $rc"; grep "^|\|Error\|error" $L/fit.txt | head -n 30
+timeout $(left 570) python3 bench.py --fit=True --fit_gpu=80 --fit_top=5 --steps=6 --warmup=2 --out_dir=$L/fit > $L/fit.txt 2>&1; rc=$?
+el "rc $rc"; grep "^|\|Error\|error" $L/fit.txt | head -n 30
 cd $OUT && tar czf logs.tgz logs && rm -rf logs

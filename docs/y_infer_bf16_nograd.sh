@@ -7,11 +7,8 @@
 #    committed: keep the change if the batch-1 grouped row gains
 # 2. with the time left: the GPU test of real-time chunking (a guided call replayed from its graph) first, then those
 #    of the grouped attention and graph replay
-T0=$(date +%s)  # the deadlines count the setup too
-source docs/closed_loop/device_setup.sh
+source docs/closed_loop/device_setup.sh  # T0, el, left: the deadlines count the setup too
 L=$OUT/logs; mkdir -p $L
-el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
-left() { local t=$(( $1 - ($(date +%s) - T0) )); [ $t -gt 0 ] && echo $t || echo 1; }
 cp model.py /tmp/model.py
 sed -i 's/^        if q.is_cuda and q.dtype == k.dtype == torch.bfloat16 and not grad:/        if False:/' model.py
 grep -q "^        if False:" model.py && el "baseline: bf16 branch off" || el "baseline: the sed found no line (both runs below are the change)"

@@ -1,4 +1,8 @@
-# sourced by every device call: Meta-World's wheels and GL loaders, headless EGL
+# sourced by every device call: Meta-World's wheels and GL loaders, headless EGL; T0 (the call's start unless the
+# caller set it), el (a line stamped with the seconds since T0) and left (seconds to a deadline counted from T0, >= 1)
+T0=${T0:-$(date +%s)}
+el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+left() { local t=$(( $1 - ($(date +%s) - T0) )); [ $t -gt 0 ] && echo $t || echo 1; }
 for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site MUJOCO_GL=egl PYTHONUNBUFFERED=1

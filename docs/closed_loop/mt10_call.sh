@@ -2,12 +2,9 @@
 # kept as they ran): the machine's setup, MT10 x 50 demonstrations written and prepared, and helpers to train runs
 # side by side and evaluate them against deadlines counted from T0 (the call's start, setup included); EPISODES
 # demonstrations per task (default 50), rendered and prepared at SIZE px (default 128)
-T0=$(date +%s)
 TRAIN_END=${TRAIN_END:-440}; EVAL_END=${EVAL_END:-570}  # seconds from T0 at which training / evaluation are cut
 source docs/closed_loop/device_setup.sh
 L=$OUT/logs; mkdir -p $L
-el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
-left() { local t=$(( $1 - ($(date +%s) - T0) )); [ $t -gt 0 ] && echo $t || echo 1; }  # seconds to a deadline, >= 1
 train_bg() { # name seed deadline [train.py flags...]: one run of config/metaworld.py in the background
   local n=$1 s=$2 d=$3; shift 3; rm -rf out/mw$n
   timeout $(left $d) python3 train.py config/metaworld.py --seed=$s "$@" --out_dir=out/mw$n --eval_interval=3000 \
