@@ -35,7 +35,11 @@ except (OSError, ValueError) as _err:
     raise SystemExit(f'{TABLE}: {_err}; restore it (git checkout memory_table.json) or measure it again: '
                      f'python bench.py --recompute_table=True') from None
 ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
-MS = dict(_table['ms'], sample=15.0, layers=2.8, micro=10.0, step=50.0)
+# sample, micro and step: fitted to the H200's step times without recompute at micro-batch 32 x 1 (533 ms,
+# docs/bench_2026-12-01.log) and 8 x 4 (657 ms, docs/fit_2026-12-01.log): a micro-step costs ~42 ms beyond its
+# samples (small GEMMs, launches), which makes 8 x 4 slow. An H100 ran the five fastest 80 GB settings of the earlier
+# model (micro=10) in this model's order (docs/fit_2026-12-05_h100.log; test_train.py checks the order).
+MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0)
 ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)

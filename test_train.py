@@ -250,6 +250,19 @@ def test_plan_fit_keeps_the_batch_and_the_cap():
     assert memory.fit_candidates(conf, cfg, 23.5) == []
 
 
+def test_speed_model_ranks_the_80gb_settings_as_an_h100_ran_them():
+    """bench.py --fit=True --fit_gpu=80 --fit_top=5 on an H100 80GB (2026-12-05, docs/fit_2026-12-05_h100.log):
+    samples/s of five settings that fit, fp32 master weights. The speed model must order them as measured (the
+    earlier model put 8 x 4 first, the slowest but one) and plan_fit must take the fastest."""
+    measured = {(8, 4, 'none'): 41.2, (32, 1, 'vit,layers.*.attn'): 50.6, (16, 2, 'vit'): 49.6,
+                (16, 2, 'vit,layers.*.attn'): 47.3, (8, 4, 'vit'): 39.3}
+    cfg = M.configs['pi05']
+    predicted = sorted(measured, key=lambda s: memory.step_ms(cfg, *s))
+    assert predicted == sorted(measured, key=lambda s: -measured[s]), predicted
+    conf = dict(train.default_config(), ema=False)
+    assert memory.plan_fit(conf, cfg, 79.1)[:3] == (32, 1, 'vit,layers.*.attn')
+
+
 def test_auto_fit_in_a_run_says_what_it_chose(tiny_data, tmp_path):
     g = run_train(tiny_args(tiny_data, tmp_path, '--max_iters=1', '--fit=True', '--gpu_mem_gib=4', '--ema=False',
                             '--eval_interval=0'))
