@@ -8,14 +8,13 @@
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 for g in 48 24; do
-  timeout $(left 330) python3 bench.py --fit=True --fit_gpu=$g --fit_top=2 --steps=6 --warmup=2 --out_dir=$L/new$g > $L/new$g.txt 2>&1
+  timeout $(left 290) python3 bench.py --fit=True --fit_gpu=$g --fit_top=2 --steps=6 --warmup=2 --out_dir=$L/new$g > $L/new$g.txt 2>&1
   el "new $g rc $?"; grep "^| [0-9]" $L/new$g.txt | tail -n 2
 done
 sed -i 's/sample=13.75, layers=2.8, micro=42.0/sample=15.0, layers=2.8, micro=10.0/' memory.py
 for g in 48 24; do
-  timeout $(left 480) python3 bench.py --fit=True --fit_gpu=$g --fit_top=1 --steps=6 --warmup=2 --out_dir=$L/old$g > $L/old$g.txt 2>&1
+  timeout $(left 420) python3 bench.py --fit=True --fit_gpu=$g --fit_top=1 --steps=6 --warmup=2 --out_dir=$L/old$g > $L/old$g.txt 2>&1
   el "old $g rc $?"; grep "^| [0-9]" $L/old$g.txt | tail -n 1
 done
-git checkout memory.py 2>/dev/null
 grep -h "Error\|error" $L/*.txt | head -n 10
 cd $OUT && tar czf logs.tgz logs && rm -rf logs
