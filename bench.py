@@ -542,14 +542,18 @@ def fit_table(named, batches, peak, device, top=1):
             setting = (f"{'LoRA, ' if precision.get('lora') else ''}param_dtype={precision['param_dtype']}, "
                        f"micro_batch {B} x grad_accum {accum}, recompute={rc!r}")
             free_memory()
+            if torch.cuda.memory_allocated():
+                print(f'{torch.cuda.memory_allocated() / memory.GIB:.2f} GiB still allocated before this row', flush=True)
             torch.cuda.set_per_process_memory_fraction(min(1.0, gib / total))
             try:
                 r = run_row(f'{gpu_name}: {setting}', dict(named['default'][1], recompute=rc, **precision), batches,
                             peak, device, grad_accum=accum)  # micro-batch: the batch of 32 split accum ways
                 measured = f"{r['peak_gib']:.1f} | {100 * (plan['peak'] - r['peak_gib']) / r['peak_gib']:+.1f}%"
                 speed = f"{r['samples_s']:.1f}"
-            except torch.OutOfMemoryError:
-                measured, speed = 'out of memory | ', '-'
+            except torch.OutOfMemoryError as e:  # what was held when it failed, and what a later row inherits
+                peak_at = torch.cuda.max_memory_allocated() / memory.GIB
+                print(f'{gpu_name}: {setting}: {str(e).splitlines()[0]}', flush=True)
+                measured, speed = f'out of memory (allocated {peak_at:.1f} at most) | ', '-'
             finally:
                 torch.cuda.set_per_process_memory_fraction(1.0)
             lines.append(f"| {gpu_name} | {setting} | {speed} | {t:.0f} | {plan['peak']:.1f} | {measured} |")

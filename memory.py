@@ -41,6 +41,8 @@ ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
 # model (micro=10) in this model's order (docs/fit_2026-12-05_h100.log; test_train.py checks the order).
 MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0)
 ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
+LORA_MAX_MICRO = 8  # ACT_LORA was measured at micro-batch 8; at 32 (Gemma MLP recomputed) an H100 capped to 23.6 GiB
+                    # ran out of memory where 22.0 and 18.4 GiB were predicted (docs/fit_2026-12-05_h100_48_24.log)
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)
 FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
@@ -106,10 +108,12 @@ def step_ms(cfg, micro_batch, n_micro, recompute, lora=False):
 def fit_candidates(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
     """Every (predicted ms per step, micro-batch, grad_accum, recompute, plan) whose predicted peak fits gpu_gib -
     margin_gib (CUDA context, fragmentation), keeping the config's per-process batch micro_batch x grad_accum,
-    fastest first by the speed model (bench.py --fit_top=n measures the first n)."""
+    fastest first by the speed model (bench.py --fit_top=n measures the first n). LoRA: micro-batch at most
+    LORA_MAX_MICRO."""
     per_gpu = conf['micro_batch'] * conf['grad_accum']
     found, states = [], state_bytes(conf, cfg)
-    for B in [b for b in range(per_gpu, 0, -1) if per_gpu % b == 0]:
+    top = LORA_MAX_MICRO if conf['lora'] else per_gpu
+    for B in [b for b in range(min(per_gpu, top), 0, -1) if per_gpu % b == 0]:
         for rc in FIT_RECOMPUTE:
             plan = memory_plan(conf, cfg, B, rc, cameras, prompt_slots, per_gpu // B, states)
             if plan['peak'] <= gpu_gib - margin_gib:

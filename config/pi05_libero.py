@@ -16,7 +16,8 @@ prompt_bucket = 32
 attn = 'sdpa'                        # cuDNN attention: faster than flex here, same memory (bench.py)
 compile = True
 fit = True                           # micro_batch, grad_accum and recompute: the fastest setting that fits this GPU
-                                     # (memory.plan_fit); an H200 takes micro-batch 32 without recompute, 80 GB 8 x 4
+                                     # (memory.plan_fit); an H200 takes micro-batch 32 without recompute, 80 GB 32
+                                     # with ViT and Gemma MLP recompute (EMA on); train.py prints what it chose
 dtype = 'bfloat16'
 param_dtype = 'float32'
 micro_batch = 32                     # x grad_accum: 32 per GPU, kept by the fit
