@@ -53,6 +53,8 @@ infer = False              # inference: eager sample_actions vs compiled layers 
 fit = False                # for 80, 48 and 24 GB GPUs, the setting memory.plan_fit chooses, run under that memory cap
 fit_top = 1                # with fit: run the first n settings that fit, fastest first by memory.py's speed model
 fit_gpu = ''               # with fit: only the GPU sizes whose name contains this ('80': 80 GB); '': all three
+fit_skip = 0               # with fit: start after the first n settings (one setting per process: a row that ran
+                           # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
@@ -538,7 +540,7 @@ def fit_table(named, batches, peak, device, top=1):
             found = memory.fit_candidates(conf, train.model_config(conf), gib)
             if found:
                 break
-        for t, B, accum, rc, plan in found[:top]:
+        for t, B, accum, rc, plan in found[fit_skip:fit_skip + top]:
             setting = (f"{'LoRA, ' if precision.get('lora') else ''}param_dtype={precision['param_dtype']}, "
                        f"micro_batch {B} x grad_accum {accum}, recompute={rc!r}")
             free_memory()
