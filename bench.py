@@ -528,10 +528,11 @@ FIT_PRECISIONS = [dict(param_dtype='float32'), dict(param_dtype='bfloat16'),  # 
 def fit_table(named, batches, peak, device, top=1):
     """For each GPU size: the precision (default first), micro-batch and recompute memory.plan_fit chooses (with top
     > 1, the first `top` settings that fit, fastest first by the speed model), run on this GPU capped to that size
-    (torch.cuda.set_per_process_memory_fraction), with predicted and measured peaks and step times."""
+    (torch.cuda.set_per_process_memory_fraction), with predicted and measured peaks (allocated, and reserved by the
+    caching allocator, which the cap limits) and step times."""
     total = torch.cuda.get_device_properties(0).total_memory / memory.GIB
-    lines = ['| GPU | setting | samples/s | predicted ms/step | predicted peak GiB | measured peak GiB | error |',
-             '|---|---|---|---|---|---|---|']
+    lines = ['| GPU | setting | samples/s | predicted ms/step | predicted peak GiB | measured peak GiB | error | reserved GiB |',
+             '|---|---|---|---|---|---|---|---|']
     for gpu_name, gib in FIT_GPUS.items():
         if fit_gpu not in gpu_name:
             continue
@@ -550,12 +551,13 @@ def fit_table(named, batches, peak, device, top=1):
             try:
                 r = run_row(f'{gpu_name}: {setting}', dict(named['default'][1], recompute=rc, **precision), batches,
                             peak, device, grad_accum=accum)  # micro-batch: the batch of 32 split accum ways
-                measured = f"{r['peak_gib']:.1f} | {100 * (plan['peak'] - r['peak_gib']) / r['peak_gib']:+.1f}%"
+                measured = (f"{r['peak_gib']:.1f} | {100 * (plan['peak'] - r['peak_gib']) / r['peak_gib']:+.1f}% | "
+                            f"{torch.cuda.max_memory_reserved() / memory.GIB:.1f}")  # what the cap is checked against
                 speed = f"{r['samples_s']:.1f}"
             except torch.OutOfMemoryError as e:  # what was held when it failed, and what a later row inherits
                 peak_at = torch.cuda.max_memory_allocated() / memory.GIB
                 print(f'{gpu_name}: {setting}: {str(e).splitlines()[0]}', flush=True)
-                measured, speed = f'out of memory (allocated {peak_at:.1f} at most) | ', '-'
+                measured, speed = f'out of memory (allocated {peak_at:.1f} at most) | | ', '-'
             finally:
                 torch.cuda.set_per_process_memory_fraction(1.0)
             lines.append(f"| {gpu_name} | {setting} | {speed} | {t:.0f} | {plan['peak']:.1f} | {measured} |")

@@ -35,14 +35,18 @@ except (OSError, ValueError) as _err:
     raise SystemExit(f'{TABLE}: {_err}; restore it (git checkout memory_table.json) or measure it again: '
                      f'python bench.py --recompute_table=True') from None
 ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
-# sample, micro and step: fitted to the H200's step times without recompute at micro-batch 32 x 1 (533 ms,
+# sample and micro fitted (step kept) to the H200's step times without recompute at micro-batch 32 x 1 (533 ms,
 # docs/bench_2026-12-01.log) and 8 x 4 (657 ms, docs/fit_2026-12-01.log): a micro-step costs ~42 ms beyond its
-# samples (small GEMMs, launches), which makes 8 x 4 slow. An H100 ran the five fastest 80 GB settings of the earlier
-# model (micro=10) in this model's order (docs/fit_2026-12-05_h100.log; test_train.py checks the order).
-MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0)
-ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row)
-LORA_MAX_MICRO = 8  # ACT_LORA was measured at micro-batch 8; at 32 (Gemma MLP recomputed) an H100 capped to 23.6 GiB
-                    # ran out of memory where 22.0 and 18.4 GiB were predicted (docs/fit_2026-12-05_h100_48_24.log)
+# samples (small GEMMs, launches), which makes 8 x 4 slow. The five 80 GB settings an H100 ran (chosen by the earlier
+# model, micro=10) measure in the order this model ranks them (docs/fit_2026-12-05_h100.log; test_train.py checks it).
+# LoRA's samples cost 1.4x (its many small adapter GEMMs): the H200's LoRA 8 x 4 step, 874 ms (docs/fit_2026-12-01.log).
+MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0, lora=1.4)
+ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row: 8 x 4
+                 # with ViT + attention recompute, the only LoRA setting measured)
+MAX_MICRO = 32      # the largest micro-batch the activations were measured at (memory_table.json)
+LORA_MAX_MICRO = 8  # LoRA at 32 with the Gemma MLP recomputed ran out of memory under a 23.6 GiB cap on an H100 where
+                    # 22.0 GiB was predicted (the next row, 18.4, too, possibly holding the first one's memory;
+                    # docs/fit_2026-12-05_h100_48_24.log)
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)
 FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
@@ -99,20 +103,20 @@ def memory_plan(conf, cfg, micro_batch, recompute, cameras=2, prompt_slots=64, g
 
 
 def step_ms(cfg, micro_batch, n_micro, recompute, lora=False):
-    """The speed model: ms per optimizer step (MS); LoRA skips the base weights' gradient GEMMs (about a third)."""
+    """The speed model: ms per optimizer step (MS)."""
     share = recomputed(cfg, recompute, nested=False)
-    per = MS['sample'] * (0.7 if lora else 1.0) + sum(MS[k] * share[k] for k in share)
+    per = MS['sample'] * (MS['lora'] if lora else 1.0) + sum(MS[k] * share[k] for k in share)
     return n_micro * (micro_batch * per + MS['micro']) + MS['step']
 
 
 def fit_candidates(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
     """Every (predicted ms per step, micro-batch, grad_accum, recompute, plan) whose predicted peak fits gpu_gib -
     margin_gib (CUDA context, fragmentation), keeping the config's per-process batch micro_batch x grad_accum,
-    fastest first by the speed model (bench.py --fit_top=n measures the first n). LoRA: micro-batch at most
-    LORA_MAX_MICRO."""
+    fastest first by the speed model (bench.py --fit_top=n measures the first n). Micro-batches at most MAX_MICRO
+    (LORA_MAX_MICRO with LoRA), where the account was measured."""
     per_gpu = conf['micro_batch'] * conf['grad_accum']
     found, states = [], state_bytes(conf, cfg)
-    top = LORA_MAX_MICRO if conf['lora'] else per_gpu
+    top = LORA_MAX_MICRO if conf['lora'] else MAX_MICRO
     for B in [b for b in range(min(per_gpu, top), 0, -1) if per_gpu % b == 0]:
         for rc in FIT_RECOMPUTE:
             plan = memory_plan(conf, cfg, B, rc, cameras, prompt_slots, per_gpu // B, states)

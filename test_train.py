@@ -267,6 +267,12 @@ def test_speed_model_ranks_the_80gb_settings_as_an_h100_ran_them():
     lora = dict(conf, lora=True)
     assert memory.plan_fit(lora, cfg, 23.6)[:3] == (8, 4, 'vit,layers.*.attn')
     assert max(c[1] for c in memory.fit_candidates(lora, cfg, 79.1)) == memory.LORA_MAX_MICRO
+    assert {c[1] for c in memory.fit_candidates(dict(lora, micro_batch=12), cfg, 79.1)} == {6, 4, 3, 2, 1}
+    # the H200 ran LoRA 8 x 4 (ViT + attention recomputed) at 874 ms per step (docs/fit_2026-12-01.log: 36.6 samples/s)
+    assert abs(memory.step_ms(cfg, 8, 4, 'vit,layers.*.attn', lora=True) / 874 - 1) < 0.05
+    # no micro-batch beyond the measured 32, also when a large per-GPU batch would make it the model's fastest
+    B, accum, _, _ = memory.plan_fit(dict(conf, grad_accum=8, ema=True), cfg, 79.1)
+    assert B == memory.MAX_MICRO == 32 and accum == 8, (B, accum)
 
 
 def test_auto_fit_in_a_run_says_what_it_chose(tiny_data, tmp_path):
