@@ -698,7 +698,7 @@ def test_flow_draws_reach_the_loss():
     torch.manual_seed(0)
     raw = train.build_model(conf, 'cpu')
     M.perturb_weights(raw, 0.1)
-    noise, t, _ = train.draw_randomness(torch.Generator().manual_seed(5), 4, raw.cfg, 2, 'none', 2)
+    noise, t, _, _ = train.draw_randomness(torch.Generator().manual_seed(5), 4, raw.cfg, 2, 'none', 2)
     assert noise.shape == (4, 2, raw.cfg.action_horizon, raw.cfg.action_dim) and t.shape == (4, 2)
     with torch.no_grad():
         want = raw(batch, noise, t)
@@ -712,6 +712,37 @@ def test_flow_draws_reach_the_loss():
             train.check_config(dict(train.default_config(), flow_draws=bad))
     with pytest.raises(ValueError, match='flow_draws=2 runs without fp8 and fit'):
         train.check_config(dict(train.default_config(), flow_draws=2, fp8=True))
+
+
+def test_camera_dropout_masks_cameras_in_the_step():
+    """camera_dropout=p: each camera of each sample is masked with probability p except the sample's largest draw
+    (for two cameras p - p^2/2; one camera always kept); the other draws stay what they are without it; train_step's
+    loss is the model's loss with those cameras masked, and a masked camera's pixels do not change it."""
+    cfg = M.configs['tiny']
+    noise0, t0, _, kept0 = train.draw_randomness(torch.Generator().manual_seed(3), 4000, cfg, 2, 'none')
+    noise, t, _, kept = train.draw_randomness(torch.Generator().manual_seed(3), 4000, cfg, 2, 'none', 1, 0.3)
+    assert kept0 is None and torch.equal(noise0, noise) and torch.equal(t0, t)
+    assert kept.shape == (4000, 2) and kept.any(1).all()
+    assert abs(float(1 - kept.float().mean()) - (0.3 - 0.3 ** 2 / 2)) < 0.02, float(kept.float().mean())
+    conf, batch = tiny_step_setup(8)
+    conf = dict(conf, camera_dropout=0.5)
+    torch.manual_seed(0)
+    raw = train.build_model(conf, 'cpu')
+    M.perturb_weights(raw, 0.1)
+    noise, t, _, kept = train.draw_randomness(torch.Generator().manual_seed(5), 8, raw.cfg, 2, 'none', 1, 0.5)
+    assert not kept.all(), 'this seed drops some camera'
+    masked = dict(batch, image_mask=kept)
+    scrambled = dict(masked, images=torch.where(kept[:, :, None, None, None], batch['images'], 255 - batch['images']))
+    with torch.no_grad():
+        want, full = raw(masked, noise, t), raw(batch, noise, t)
+        assert float(raw(scrambled, noise, t)) == pytest.approx(float(want), rel=1e-6)
+    assert abs(float(want) - float(full)) > 1e-4 * float(full), 'dropping cameras changes the loss'
+    loss, _ = train.train_step(raw, raw, train.make_optimizer(raw, conf), [batch], conf, 1e-3,
+                               torch.Generator().manual_seed(5), [False, True])
+    assert float(loss) == pytest.approx(float(want), rel=1e-5)
+    for bad in (1.0, -0.1, '0.3'):
+        with pytest.raises(ValueError, match='camera_dropout=.*: expected a probability'):
+            train.check_config(dict(train.default_config(), camera_dropout=bad))
 
 
 def test_gradients_are_clipped_before_the_step():

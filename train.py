@@ -60,6 +60,8 @@ prompt_format = 'pi05'          # 'pi05' (task + discretized state) | 'pi0' (tas
 prompt_bucket = 32              # prompt padding cut to a multiple of this many slots; 0: keep max_token_len
 augment = 'openpi'              # training augmentation on the device: 'openpi' (crop, rotate, colour jitter), 'shift'
                                 # (images moved by up to 1/32 of their side, DrQ's random shift) or 'none'
+camera_dropout = 0.0             # training: each camera of each sample left out (masked, as a missing camera) with this
+                                # probability, one camera always kept; 0: every camera, as openpi trains
 # model: shapes come from model.configs[model_name]; a value here overrides that field
 model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
@@ -152,6 +154,8 @@ def check_config(conf):
     if conf['flow_draws'] > 1 and (conf['fp8'] or conf['fit']):
         raise ValueError(f"flow_draws={conf['flow_draws']} runs without fp8 and fit for now (fp8's token alignment "
                          "and fit's memory account count one draw): set flow_draws=1 or fp8=False, fit=False")
+    if not isinstance(conf['camera_dropout'], (int, float)) or not 0 <= conf['camera_dropout'] < 1:
+        raise ValueError(f"camera_dropout={conf['camera_dropout']!r}: expected a probability in [0, 1)")
     if not isinstance(conf['max_skipped_steps'], int) or conf['max_skipped_steps'] < 0:
         raise ValueError(f"max_skipped_steps={conf['max_skipped_steps']!r}: expected an int >= 0")
     for key in ('micro_batch', 'grad_accum', 'max_iters'):
@@ -261,15 +265,21 @@ def step_generator(seed, it, device, stream=0):
     return torch.Generator(device=device).manual_seed(key)
 
 
-def draw_randomness(gen, G, cfg, n_cams, augment, draws=1):
-    """Noise (G, H, A), flow time (G,) and augmentation parameters (G, n_cams) for a whole global batch of G;
-    draws > 1: noise (G, draws, H, A) and time (G, draws), the flow draws of each sample."""
+def draw_randomness(gen, G, cfg, n_cams, augment, draws=1, camera_dropout=0.0):
+    """Noise (G, H, A), flow time (G,), augmentation parameters (G, n_cams) and the cameras kept (G, n_cams) bool
+    for a whole global batch of G; draws > 1: noise (G, draws, H, A) and time (G, draws), the flow draws of each
+    sample. camera_dropout: each camera dropped with this probability, except each sample's camera with the
+    largest draw (one is always kept); 0 draws nothing (kept is None), so runs without it stay as they were."""
     rows = (G, draws) if draws > 1 else (G,)
     noise = torch.randn(*rows, cfg.action_horizon, cfg.action_dim, generator=gen, device=gen.device)
     t = M.sample_time(G * draws, gen, gen.device).view(rows)
     aug = None if augment == 'none' else data.sample_augment_params(G, n_cams, generator=gen, device=gen.device,
                                                                     kind=augment)
-    return noise, t, aug
+    kept = None
+    if camera_dropout > 0:
+        u = torch.rand(G, n_cams, generator=gen, device=gen.device)
+        kept = (u >= camera_dropout) | (u == u.max(1, keepdim=True).values)
+    return noise, t, aug, kept
 
 
 def to_device(batch, device):
@@ -284,7 +294,8 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
     n_micro = len(micro_batches)
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     G = micro_batches[0]['actions'].shape[0] * n_micro * world
-    noise, t, aug = draw_randomness(gen, G, raw.cfg, len(wrist), conf['augment'], conf['flow_draws'])
+    noise, t, aug, kept = draw_randomness(gen, G, raw.cfg, len(wrist), conf['augment'], conf['flow_draws'],
+                                          conf['camera_dropout'])
     for group in optimizer.param_groups:
         group['lr'] = lr
     if conf['compile'] and conf['compile_mode'] == 'reduce-overhead':
@@ -294,6 +305,8 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
         sid = mb['sample_id']
         if aug is not None:
             mb = dict(mb, images=data.augment_images(mb['images'], wrist, {k: v[sid] for k, v in aug.items()}))
+        if kept is not None:
+            mb = dict(mb, image_mask=mb['image_mask'] & kept[sid])
         last = i == n_micro - 1
         if hasattr(model, 'set_requires_gradient_sync'):  # FSDP: reduce-scatter on the last micro-step only
             model.set_requires_gradient_sync(last)
@@ -365,7 +378,7 @@ def evaluate(raw, loader, conf, device, n_iters):
     n = 0
     for i in range(n_iters):
         gen = step_generator(conf['seed'], i, device, stream=1)
-        noise, t, _ = draw_randomness(gen, loader.global_batch, raw.cfg, 0, 'none')
+        noise, t, _, _ = draw_randomness(gen, loader.global_batch, raw.cfg, 0, 'none')
         x1 = torch.randn(noise.shape, generator=gen, device=device)  # sampling starts from this noise
         for mb in loader.get(i):  # get() leaves the loader's position alone
             mb = to_device(mb, device)
