@@ -4,6 +4,7 @@
 #   RUNS="A:2:--flow_draws=4 B:3:--flow_draws=4" bash docs/closed_loop/w_e_mt10_runs.sh
 # (name:seed:flags, flags joined by commas; names without '_'). TRAIN_END / EVAL_END as in mt10_call.sh. Two runs
 # side by side end 6000 iterations in 224-284 s; more may not end by TRAIN_END (eval_last then says MID-SCHEDULE).
+# Used by z_g_mt10_camera_dropout.sh.
 : ${RUNS:?set RUNS, e.g. RUNS=\"A:2:--flow_draws=4\"}
 source docs/closed_loop/mt10_call.sh
 names=""

@@ -5,10 +5,5 @@
 # runs against 5 of 119, z_results.txt): the policy seems to take the goal from the wrist camera and hardly from the
 # 2 x 2-pixel dot in the table camera. Training without the wrist camera now and then leaves only the table camera to
 # say where the goal, the puck and the object are. config/metaworld.py otherwise as it is at train seeds 42 (A) and
-# 1 (B), side by side like w_d (the default there: 73 / 73% in w_b, 78 / 72% in v_a, v_c), EMA weights, 8 workers each.
-source docs/closed_loop/mt10_call.sh
-for r in A:42 B:1; do train_bg ${r%:*} ${r#*:} $TRAIN_END --camera_dropout=0.3; done
-wait
-for r in A B; do eval_last $r 8 $EVAL_END & done
-wait
-report A B
+# 1 (B), side by side (the default there: 73 / 73% in w_b, 78 / 72% in v_a, v_c), EMA weights, 8 workers each.
+RUNS="A:42:--camera_dropout=0.3 B:1:--camera_dropout=0.3" bash docs/closed_loop/w_e_mt10_runs.sh
