@@ -13,8 +13,11 @@ does (model.sample_time) instead of uniformly; 'skip' adds a linear map of the n
 pi05 expert's residual stream passes x_t through; the MLP head has to learn that identity); 'k4' draws 4 noise/time
 pairs per frame of each batch (each frame through the encoders 4 times); 'k4shared' the same with the encoders run
 once per frame and their features repeated for the 4 draws (the head alone sees 4x the rows); 'det' samples from zero noise; 'steps20' integrates with 20 Euler steps.
+Camera options (added 2026-12-05, session 12): 'camdrop' zeroes each camera's features of a training frame with
+probability 0.3, one camera always kept (train.py --camera_dropout's rule); 'tableonly' zeroes the wrist camera's
+features always (training and evaluation).
 Runs on CUDA where there is one.
-    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv] [beta] [skip] [k4|k4shared] [det] [steps20]"""
+    python docs/closed_loop/u_cnn_bc.py <task> [size] [steps] [episodes] [nostate] [fm] [vit] [conv] [beta] [skip] [k4|k4shared] [det] [steps20] [camdrop|tableonly]"""
 import dataclasses
 import os
 import sys
@@ -38,6 +41,7 @@ beta, skip, det = 'beta' in sys.argv[5:], 'skip' in sys.argv[5:], 'det' in sys.a
 K = 4 if {'k4', 'k4shared'} & set(sys.argv[5:]) else 1
 n_steps = 20 if 'steps20' in sys.argv[5:] else 10
 shared = 'k4shared' in sys.argv[5:]
+camdrop, table_only = 'camdrop' in sys.argv[5:], 'tableonly' in sys.argv[5:]
 dev = 'cuda' if torch.cuda.is_available() else 'cpu'
 H, replan = 10, 5
 torch.manual_seed(0)
@@ -83,9 +87,14 @@ class Net(nn.Module):
                                   nn.Linear(512, 4 * H))
         self.skip = nn.Linear(4 * H, 4 * H) if fm and skip else None
 
-    def forward(self, img, st, xt=None, repeat=1):
+    def forward(self, img, st, xt=None, repeat=1, keep=None):
         x = img.float() / 127.5 - 1
-        f = [c(x[:, k]) for k, c in enumerate(self.cams)] + ([st] if use_state else [])
+        f = [c(x[:, k]) for k, c in enumerate(self.cams)]
+        if table_only:
+            f[1] = f[1] * 0
+        if keep is not None:  # camdrop: (n, 2) cameras kept
+            f = [y * keep[:, k, None] for k, y in enumerate(f)]
+        f += [st] if use_state else []
         if repeat > 1:  # k4shared: the features of each frame for each of its draws
             f = [y.repeat(repeat, *[1] * (y.ndim - 1)) for y in f]
         f += [xt] if fm else []
@@ -97,15 +106,20 @@ opt = torch.optim.Adam(net.parameters(), 1e-3)
 T0 = time.time()
 for step in range(steps):
     i = torch.randint(0, len(Y), (64,), device=dev)
+    keep = None
+    if camdrop:
+        u = torch.rand(64, 2, device=dev)
+        keep = ((u >= 0.3) | (u == u.max(1, keepdim=True).values)).float()
     if fm:  # x_t = t * noise + (1 - t) * actions, velocity noise - actions (pi0's convention)
         j = i.repeat(K)
         noise = torch.randn(len(j), Y.shape[1], device=dev)
         tt = (M.sample_time(len(j), device=dev) if beta else torch.rand(len(j), device=dev))[:, None]
         xt = torch.cat([tt * noise + (1 - tt) * Y[j], tt], -1)
-        v = net(I[i], St[i], xt, repeat=K) if shared else net(I[j], St[j], xt)
+        v = (net(I[i], St[i], xt, repeat=K, keep=keep) if shared else
+             net(I[j], St[j], xt, keep=None if keep is None else keep.repeat(K, 1)))
         loss = ((v - (noise - Y[j])) ** 2).mean()
     else:
-        loss = ((net(I[i], St[i]) - Y[i]) ** 2).mean()
+        loss = ((net(I[i], St[i], keep=keep) - Y[i]) ** 2).mean()
     opt.zero_grad(), loss.backward(), opt.step()
 print(f'trained {steps} steps in {time.time() - T0:.0f} s, final train mse {loss.item():.4f}', flush=True)
 
@@ -133,6 +147,6 @@ for k in range(n_eval):
         if env.step(plan.pop(0)):
             wins += 1
             break
-print(f'{task}: {("ViT, conv stem" if stem == "conv" else "ViT") if vit else "CNN"} behaviour cloning{(" (flow matching " + " ".join(sys.argv[5:]) + ")") if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras, {len(Y)} frames, '
+print(f'{task}: {("ViT, conv stem" if stem == "conv" else "ViT") if vit else "CNN"} behaviour cloning{(" (flow matching " + " ".join(sys.argv[5:]) + ")") if fm else ""}, {size} px, {"state + " if use_state else ""}2 cameras{" (wrist zeroed)" if table_only else " (camera dropout 0.3)" if camdrop else ""}, {len(Y)} frames, '
       f'{steps} steps: {wins} of {n_eval} closed-loop successes (seeds 10000-{10000 + n_eval - 1}), '
       f'evaluated in {time.time() - T0:.0f} s', flush=True)
