@@ -60,7 +60,7 @@ prompt_format = 'pi05'          # 'pi05' (task + discretized state) | 'pi0' (tas
 prompt_bucket = 32              # prompt padding cut to a multiple of this many slots; 0: keep max_token_len
 augment = 'openpi'              # training augmentation on the device: 'openpi' (crop, rotate, colour jitter), 'shift'
                                 # (images moved by up to 1/32 of their side, DrQ's random shift) or 'none'
-camera_dropout = 0.0             # training: each camera of each sample left out (masked, as a missing camera) with this
+camera_dropout = 0.0            # training: each camera of each sample left out (masked, as a missing camera) with this
                                 # probability, one camera always kept; 0: every camera, as openpi trains
 # model: shapes come from model.configs[model_name]; a value here overrides that field
 model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
