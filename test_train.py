@@ -799,13 +799,20 @@ def test_a_skipped_step_leaves_weights_and_moments_as_they_were(tmp_path):
     assert all(torch.equal(a, p) for a, p in zip(before, raw.parameters())), 'a skipped step changed the weights'
     assert all(torch.equal(state[i], st['exp_avg']) for i, st in enumerate(opt.state.values()))
     assert all(float(st['step']) == 1 for st in opt.state.values()), 'a skipped step counted as a step'
+    nan_step = opt.nonfinite_grads
+    flags, names = nan_step  # the log names the one tensor whose gradient is NaN, by module
+    assert [n for n, b in zip(names, flags.tolist()) if b] == ['action_in.action_in_proj.weight']
+    where = train.nonfinite_grads_summary(flags, names)
+    assert where == f'non-finite gradients in 1 of {len(names)} tensors: action_in.action_in_proj 1/2', where
     raw.forward = forward
     train.train_step(raw, raw, opt, [batch], conf, 1e-3, gen, [False, True])
     assert not all(torch.equal(a, p) for a, p in zip(before, raw.parameters())), 'the step after a skip did nothing'
     rows = [(1, 1e-3, 0.5, 1.0), (2, 1e-3, 0.5, float('nan')), (3, 1e-3, 0.5, 1.0)]
     skipped = []
-    assert train.stop_if_non_finite(rows, str(tmp_path), str(tmp_path / 'log.txt'), True, skipped, 1) == rows
-    assert skipped == [2] and 'iter 2: gradient norm nan, update skipped' in open(tmp_path / 'log.txt').read()
+    assert train.stop_if_non_finite(rows, str(tmp_path), str(tmp_path / 'log.txt'), True, skipped, 1,
+                                    {2: nan_step}) == rows
+    assert skipped == [2] and f'iter 2: gradient norm nan, update skipped (1 of max_skipped_steps=1); {where}\n' in \
+        open(tmp_path / 'log.txt').read()
     with pytest.raises(SystemExit, match='non-finite loss 0.5 / gradient norm inf at iter 4: stopping'):
         train.stop_if_non_finite([(4, 1e-3, 0.5, float('inf'))], str(tmp_path), str(tmp_path / 'log.txt'), True, skipped, 1)
     with pytest.raises(SystemExit, match='non-finite loss nan .* at iter 5: stopping'):

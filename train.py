@@ -318,6 +318,12 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
                 loss.backward()
         total = total + loss.detach()
     params = [p for p in raw.parameters() if p.grad is not None]
+    if conf['max_skipped_steps']:
+        # which tensors' gradients are non-finite (one fused norm; read only if the step is skipped), taken before
+        # clipping multiplies every gradient by a NaN norm's factor
+        local = [p.grad.to_local() if hasattr(p.grad, 'to_local') else p.grad for p in params]
+        optimizer.nonfinite_grads = (~torch.isfinite(torch.stack(torch._foreach_norm(local))),
+                                     [n for n, p in raw.named_parameters() if p.grad is not None])
     # a non-finite norm poisons the step on every optimizer path alike (unless skipped below); the next log line stops the run
     if conf['grad_clip'] > 0:
         gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
@@ -510,19 +516,38 @@ def flush(pending, evals, csv_path, world_size, master=True):
     return rows
 
 
-def stop_if_non_finite(rows, out_dir, log_path, master=True, skipped=None, max_skipped=0):
+def nonfinite_grads_summary(flags, names):
+    """'non-finite gradients in k of n tensors: layers.3.vlm 9/9, ...' by module, from train_step's per-tensor flags.
+    A NaN made by one op reaches the gradient of every tensor used before it in the forward pass; the tensors whose
+    gradients stay finite are used after it (nearer the loss), so the boundary says where it came from."""
+    groups = {}
+    for name, bad in zip(names, flags.tolist()):
+        parts = name.rsplit('.', 1)[0].split('.')
+        key = '.'.join(parts[:4] if parts[:2] == ['vision', 'encoder'] else parts[:3])
+        groups.setdefault(key, [0, 0])
+        groups[key][0] += bad
+        groups[key][1] += 1
+    listed = ', '.join(f'{k} {b}/{n}' for k, (b, n) in groups.items() if b)
+    if not listed:
+        return f'every one of the {len(names)} gradient tensors is finite (their norm overflowed)'
+    return f'non-finite gradients in {sum(b for b, _ in groups.values())} of {len(names)} tensors: {listed}'[:800]
+
+
+def stop_if_non_finite(rows, out_dir, log_path, master=True, skipped=None, max_skipped=0, grad_flags=None):
     """Stop the run at the first row with a non-finite loss or gradient norm, naming the last good checkpoint;
     called right after flush, before anything else is written. skipped: a list collecting the iterations whose
     update was skipped for a non-finite gradient norm (with a finite loss); up to max_skipped of them are logged
-    and the run goes on."""
+    (with the tensors whose gradients were non-finite, from grad_flags: {iter: train_step's per-tensor flags and
+    names}) and the run goes on."""
     bad = None
     for it, _, loss, gnorm in rows:
         if math.isfinite(loss) and math.isfinite(gnorm):
             continue
         if math.isfinite(loss) and len(skipped or ()) < max_skipped:
             skipped.append(it)
-            log(f'iter {it}: gradient norm {gnorm}, update skipped ({len(skipped)} of max_skipped_steps={max_skipped})',
-                log_path, master)
+            where = f'; {nonfinite_grads_summary(*grad_flags[it])}' if grad_flags and it in grad_flags else ''
+            log(f'iter {it}: gradient norm {gnorm}, update skipped ({len(skipped)} of max_skipped_steps={max_skipped})'
+                + where, log_path, master)
             continue
         bad = it, loss, gnorm
         break
@@ -691,6 +716,7 @@ if __name__ == '__main__':
     evals = {}     # iter -> evaluation columns, written with that iteration's row
     interval = []  # (iter, lr, loss, gnorm) read since the last log line
     skipped = []   # iterations whose update was skipped (non-finite gradient norm), at most max_skipped_steps
+    grad_flags = {}  # iter -> which tensors' gradients were non-finite (device flags, names), until the next flush
     last_eval = None
     it = start_iter
     t_log, wait_log, it_log, flops = time.perf_counter(), loader.wait_time, it, 0  # since the last log line
@@ -712,8 +738,9 @@ if __name__ == '__main__':
             log(msg, log_path, master)
         if it > start_iter and ckpt_interval >= 0 and ((ckpt_interval and it % ckpt_interval == 0) or it == max_iters):
             rows = flush(pending, evals, csv_path, world_size, master)
-            interval += stop_if_non_finite(rows, out_dir, log_path, master, skipped, max_skipped_steps)  # never checkpoint a non-finite step
-            pending = []
+            interval += stop_if_non_finite(rows, out_dir, log_path, master, skipped, max_skipped_steps,
+                                           grad_flags)  # never checkpoint a non-finite step
+            pending, grad_flags = [], {}
             weights, optim_state = full_state(raw_model, optimizer)
             if master:
                 saved = {'iter': it, 'optimizer': optim_state, 'config': dict(config),
@@ -739,14 +766,16 @@ if __name__ == '__main__':
         if ema_model:
             ema_model.update()
         pending.append((it, lr, loss, gnorm))
+        if max_skipped_steps:
+            grad_flags[it] = optimizer.nonfinite_grads
         it += 1
         bar.update(1)
 
         warming = it - start_iter <= timing_warmup
         if warming or it % log_interval == 0 or it == max_iters:
             interval += stop_if_non_finite(flush(pending, evals, csv_path, world_size, master), out_dir, log_path, master,
-                                           skipped, max_skipped_steps)
-            pending = []
+                                           skipped, max_skipped_steps, grad_flags)
+            pending, grad_flags = [], {}
             now = time.perf_counter()
             dt, n = now - t_log, it - it_log
             tflops = flops / dt / 1e12
