@@ -89,7 +89,7 @@ VARIANTS = {  # single changes to the default row, for decisions: --rows=default
     'flexattn': ('default with attn=flex', dict(attn='flex')),
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
     'graphs': ('default with compile_mode=reduce-overhead', dict(compile_mode='reduce-overhead')),
-    'lora': ('default with lora=True', dict(lora=True)),  # openpi's LoRA (its cost per sample: memory.MS['lora'])
+    'lora': ('default with lora=True', dict(lora=True)),  # openpi's LoRA (its costs: memory.MS['lora'], MS['lora_micro'])
 }
 
 

@@ -39,14 +39,20 @@ ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
 # docs/bench_2026-12-01.log) and 8 x 4 (657 ms, docs/fit_2026-12-01.log): a micro-step costs ~42 ms beyond its
 # samples (small GEMMs, launches), which makes 8 x 4 slow. The five 80 GB settings an H100 ran (chosen by the earlier
 # model, micro=10) measure in the order this model ranks them (docs/fit_2026-12-05_h100.log; test_train.py checks it).
-# LoRA's samples cost 1.4x (its many small adapter GEMMs): the H200's LoRA 8 x 4 step, 874 ms (docs/fit_2026-12-01.log).
-MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0, lora=1.4)
+# LoRA: a sample costs 0.535x (no weight gradients for the frozen base) and a micro-step 96 ms more (its many small
+# adapter kernels), fitted to the H200's LoRA 8 x 4 step with ViT + attention recompute (874 ms, docs/fit_2026-12-01.log)
+# and an H100's LoRA 32 x 1 without recompute (468 ms, docs/bench_2026-12-05_h100_lora.log) taken as 1.107x the H200's
+# time (the H100/H200 ratio of full training at micro-batch 32). An H100 ran LoRA 32 x 1 with full recompute at 600 ms
+# and 8 x 4 with ViT + attention at 1053 (docs/fit_2026-12-05_h100_lora32.log, fit_2026-12-05_h100_48_24.log).
+MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0, lora=0.535, lora_micro=96.0)
 ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row: 8 x 4
-                 # with ViT + attention recompute, the only LoRA setting measured)
-MAX_MICRO = 32      # the largest micro-batch the activations were measured at (memory_table.json)
-LORA_MAX_MICRO = 8  # LoRA at 32 with the Gemma MLP recomputed ran out of memory under a 23.6 GiB cap on an H100 where
-                    # 22.0 GiB was predicted (the next row, 18.4, too, possibly holding the first one's memory;
-                    # docs/fit_2026-12-05_h100_48_24.log)
+                 # with ViT + attention recompute)
+LORA_MLP_RECOMPUTE = 0.179  # GiB per sample (pi05 layout) that LoRA holds beyond that when the Gemma MLP is recomputed:
+                            # 32 x 1 with full recompute peaked at 19.9 GiB where 14.8 was predicted, and 32 x 1 with
+                            # ViT + MLP (+ attention) recompute ran out of memory at 22.0 (18.4) predicted (an H100
+                            # capped to 24 GB, docs/fit_2026-12-05_h100_lora32.log). Why is not known: full training
+                            # with the MLP recomputed matches the account (52.6 GiB, and 64.4 against 65.9 with EMA).
+MAX_MICRO = 32   # the largest micro-batch the activations were measured at (memory_table.json), with and without LoRA
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)
 FIT_RECOMPUTE = ['none', 'vit', 'vit,layers.*.attn', 'vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn', 'full']
@@ -94,7 +100,7 @@ def memory_plan(conf, cfg, micro_batch, recompute, cameras=2, prompt_slots=64, g
     if conf['fp8']:  # fp8 Linears store fp8 copies of their inputs: 0.47 GiB less per sample at micro-batch 32 (bench)
         per_sample -= 0.47 * tokens * size * (1 - share['vlm_mlp'])
     if conf['lora']:
-        per_sample *= ACT_LORA
+        per_sample = per_sample * ACT_LORA + (LORA_MLP_RECOMPUTE * tokens * size if share['vlm_mlp'] else 0.0)
     plan = dict(weights=weights / GIB, grads=trainable / GIB, moments=2 * trainable / GIB, ema=ema / GIB,
                 activations=micro_batch * per_sample, transient=TRANSIENT[conf['param_dtype']] * weights / GIB)
     states = plan['weights'] + plan['moments'] + plan['ema'] + plan['transient']
@@ -106,18 +112,17 @@ def step_ms(cfg, micro_batch, n_micro, recompute, lora=False):
     """The speed model: ms per optimizer step (MS)."""
     share = recomputed(cfg, recompute, nested=False)
     per = MS['sample'] * (MS['lora'] if lora else 1.0) + sum(MS[k] * share[k] for k in share)
-    return n_micro * (micro_batch * per + MS['micro']) + MS['step']
+    return n_micro * (micro_batch * per + MS['micro'] + (MS['lora_micro'] if lora else 0.0)) + MS['step']
 
 
 def fit_candidates(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
     """Every (predicted ms per step, micro-batch, grad_accum, recompute, plan) whose predicted peak fits gpu_gib -
     margin_gib (CUDA context, fragmentation), keeping the config's per-process batch micro_batch x grad_accum,
-    fastest first by the speed model (bench.py --fit_top=n measures the first n). Micro-batches at most MAX_MICRO
-    (LORA_MAX_MICRO with LoRA), where the account was measured."""
+    fastest first by the speed model (bench.py --fit_top=n measures the first n). Micro-batches at most MAX_MICRO,
+    where the account was measured."""
     per_gpu = conf['micro_batch'] * conf['grad_accum']
     found, states = [], state_bytes(conf, cfg)
-    top = LORA_MAX_MICRO if conf['lora'] else MAX_MICRO
-    for B in [b for b in range(min(per_gpu, top), 0, -1) if per_gpu % b == 0]:
+    for B in [b for b in range(min(per_gpu, MAX_MICRO), 0, -1) if per_gpu % b == 0]:
         for rc in FIT_RECOMPUTE:
             plan = memory_plan(conf, cfg, B, rc, cameras, prompt_slots, per_gpu // B, states)
             if plan['peak'] <= gpu_gib - margin_gib:
