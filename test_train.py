@@ -814,7 +814,7 @@ def test_a_skipped_step_leaves_weights_and_moments_as_they_were(tmp_path):
     flags, names = nan_step  # the log names the one tensor whose gradient is NaN, by module
     assert [n for n, b in zip(names, flags.tolist()) if b] == ['action_in.action_in_proj.weight']
     where = train.nonfinite_grads_summary(flags, names)
-    assert where == f'non-finite gradients in 1 of {len(names)} tensors: action_in.action_in_proj 1/2', where
+    assert where == f'non-finite gradients in 1 of {len(names)} tensors: action_in.action_in_proj 1/2 (weight)', where
     raw.forward = forward
     train.train_step(raw, raw, opt, [batch], conf, 1e-3, gen, [False, True])
     assert not all(torch.equal(a, p) for a, p in zip(before, raw.parameters())), 'the step after a skip did nothing'

@@ -520,17 +520,18 @@ def nonfinite_grads_summary(flags, names):
     """'non-finite gradients in k of n tensors: layers.3.vlm 9/9, ...' by module, from train_step's per-tensor flags.
     A NaN made by one op reaches the gradient of every tensor used before it in the forward pass; the tensors whose
     gradients stay finite are used after it (nearer the loss), so the boundary says where it came from."""
-    groups = {}
+    groups = {}  # module -> [names of its non-finite tensors, its tensor count]
     for name, bad in zip(names, flags.tolist()):
         parts = name.rsplit('.', 1)[0].split('.')
         key = '.'.join(parts[:4] if parts[:2] == ['vision', 'encoder'] else parts[:3])
-        groups.setdefault(key, [0, 0])
-        groups[key][0] += bad
+        groups.setdefault(key, [[], 0])
+        groups[key][0] += [name[len(key) + 1:]] if bad else []
         groups[key][1] += 1
-    listed = ', '.join(f'{k} {b}/{n}' for k, (b, n) in groups.items() if b)
+    listed = ', '.join(f'{k} {len(b)}/{n}' + (f" ({' '.join(b)})" if len(b) < n else '')  # the boundary's module:
+                       for k, (b, n) in groups.items() if b)                           # which of its tensors
     if not listed:
         return f'every one of the {len(names)} gradient tensors is finite (their norm overflowed)'
-    return f'non-finite gradients in {sum(b for b, _ in groups.values())} of {len(names)} tensors: {listed}'[:800]
+    return f'non-finite gradients in {sum(len(b) for b, _ in groups.values())} of {len(names)} tensors: {listed}'[:1000]
 
 
 def stop_if_non_finite(rows, out_dir, log_path, master=True, skipped=None, max_skipped=0, grad_flags=None):
