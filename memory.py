@@ -39,19 +39,24 @@ ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
 # docs/bench_2026-12-01.log) and 8 x 4 (657 ms, docs/fit_2026-12-01.log): a micro-step costs ~42 ms beyond its
 # samples (small GEMMs, launches), which makes 8 x 4 slow. The five 80 GB settings an H100 ran (chosen by the earlier
 # model, micro=10) measure in the order this model ranks them (docs/fit_2026-12-05_h100.log; test_train.py checks it).
-# LoRA: a sample costs 0.535x (no weight gradients for the frozen base) and a micro-step 96 ms more (its many small
+# LoRA: a sample costs 0.53x (no weight gradients for the frozen base) and a micro-step 96 ms more (its many small
 # adapter kernels), fitted to the H200's LoRA 8 x 4 step with ViT + attention recompute (874 ms, docs/fit_2026-12-01.log)
-# and an H100's LoRA 32 x 1 without recompute (468 ms, docs/bench_2026-12-05_h100_lora.log) taken as 1.107x the H200's
-# time (the H100/H200 ratio of full training at micro-batch 32). An H100 ran LoRA 32 x 1 with full recompute at 600 ms
+# and an H100's LoRA 32 x 1 without recompute (468 ms, docs/bench_2026-12-05_h100_lora.log) taken as 1.110x the H200's
+# time (the H100's full-training 32 x 1 step with ViT + attention recompute, 632 ms, over this model's 570 ms for
+# it on the H200: a ratio through the model, not two measurements). An H100 ran LoRA 32 x 1 with full recompute at 600 ms
+# (the model, not fitted to it: 602 at that ratio)
 # and 8 x 4 with ViT + attention at 1053 (docs/fit_2026-12-05_h100_lora32.log, fit_2026-12-05_h100_48_24.log).
-MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0, lora=0.535, lora_micro=96.0)
-ACT_LORA = 0.79  # LoRA's frozen base Linears store less for backward: measured share (bench.py --fit, 24 GB row: 8 x 4
-                 # with ViT + attention recompute)
-LORA_MLP_RECOMPUTE = 0.179  # GiB per sample (pi05 layout) that LoRA holds beyond that when the Gemma MLP is recomputed:
-                            # 32 x 1 with full recompute peaked at 19.9 GiB where 14.8 was predicted, and 32 x 1 with
-                            # ViT + MLP (+ attention) recompute ran out of memory at 22.0 (18.4) predicted (an H100
-                            # capped to 24 GB, docs/fit_2026-12-05_h100_lora32.log). Why is not known: full training
-                            # with the MLP recomputed matches the account (52.6 GiB, and 64.4 against 65.9 with EMA).
+MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0, lora=0.53, lora_micro=96.0)
+# LoRA's activations are charged as full training's. Measured on an H100: 32 x 1 without recompute peaked at 68.0 GiB,
+# as full training's account says (docs/bench_2026-12-05_h100_lora.log; that row ran after another had run out of
+# memory in the same process, so it may hold some of its memory: taken as the safe reading); 8 x 4 with ViT +
+# attention recompute peaked at 22.0, 1.7 GiB below the account (docs/fit_2026-12-05_h100_48_24.log).
+LORA_MLP_RECOMPUTE = 0.1705  # GiB per sample (pi05 layout) LoRA holds beyond that whenever the Gemma MLP is recomputed
+                             # (only recomputing all of it was measured): 32 x 1 with full recompute peaked at 19.9 GiB
+                             # where the account without this said 14.8, and
+                             # 32 x 1 with ViT + MLP (+ attention) recompute ran out of memory under a 24 GB cap (an
+                             # H100, docs/fit_2026-12-05_h100_lora32.log). Why is not known: full training with the
+                             # MLP recomputed matches the account (52.6 GiB, and 64.4 against 65.9 with EMA).
 MAX_MICRO = 32   # the largest micro-batch the activations were measured at (memory_table.json), with and without LoRA
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32
                                                  # weights in flight, workspaces (fit of the same measurements)
@@ -99,8 +104,8 @@ def memory_plan(conf, cfg, micro_batch, recompute, cameras=2, prompt_slots=64, g
         ACT_GIB[k] * (vit if k == 'vit' else tokens * size) * (1 - share[k]) for k in share)
     if conf['fp8']:  # fp8 Linears store fp8 copies of their inputs: 0.47 GiB less per sample at micro-batch 32 (bench)
         per_sample -= 0.47 * tokens * size * (1 - share['vlm_mlp'])
-    if conf['lora']:
-        per_sample = per_sample * ACT_LORA + (LORA_MLP_RECOMPUTE * tokens * size if share['vlm_mlp'] else 0.0)
+    if conf['lora'] and share['vlm_mlp']:
+        per_sample += LORA_MLP_RECOMPUTE * tokens * size
     plan = dict(weights=weights / GIB, grads=trainable / GIB, moments=2 * trainable / GIB, ema=ema / GIB,
                 activations=micro_batch * per_sample, transient=TRANSIENT[conf['param_dtype']] * weights / GIB)
     states = plan['weights'] + plan['moments'] + plan['ema'] + plan['transient']

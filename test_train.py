@@ -196,16 +196,17 @@ def test_memory_plan_reproduces_its_h200_measurements():
         plan = memory.memory_plan(dict(conf, param_dtype=param_dtype), cfg, 32, recompute)
         assert abs(plan['peak'] - gib) / gib < 0.02, f'{param_dtype} {recompute}: predicted {plan["peak"]:.1f} vs {gib} GiB'
     # bench.py --fit under caps (2026-12-01): micro-batch 8 x 4 micro-steps keeps earlier micro-steps' gradients
-    for extra, recompute, gib in ((dict(param_dtype='bfloat16'), 'none', 39.4),
-                                  (dict(param_dtype='float32', lora=True), 'vit,layers.*.attn', 22.0)):
-        plan = memory.memory_plan(dict(conf, **extra), cfg, 8, recompute, grad_accum=4)
-        assert abs(plan['peak'] - gib) / gib < 0.02, f'{extra} {recompute}: predicted {plan["peak"]:.1f} vs {gib} GiB'
-    # LoRA at micro-batch 32 on an H100 capped to 24 GB (2026-12-05, docs/fit_2026-12-05_h100_lora32.log): full
-    # recompute peaked at 19.9 GiB; ViT + Gemma MLP (+ attention) recompute ran out of memory, so the account must
-    # put both above what plan_fit lets a 24 GB GPU use
+    plan = memory.memory_plan(dict(conf, param_dtype='bfloat16'), cfg, 8, 'none', grad_accum=4)
+    assert abs(plan['peak'] - 39.4) / 39.4 < 0.02, f'bf16 8 x 4: predicted {plan["peak"]:.1f} vs 39.4 GiB'
+    # LoRA, fp32 (H100, 2026-12-05): the account may over-predict (a setting lost) but never under-predict (out of
+    # memory). Measured: 8 x 4 with ViT + attention recompute 22.0 GiB (under a 24 GB cap), 32 x 1 with full recompute
+    # 19.9 (24 GB cap), 32 x 1 without recompute 68.0 (uncapped; maybe holding an earlier row's memory)
     lora = dict(conf, lora=True)
-    plan = memory.memory_plan(lora, cfg, 32, 'full')
-    assert abs(plan['peak'] - 19.9) / 19.9 < 0.02, f'LoRA 32 x 1 full: predicted {plan["peak"]:.1f} vs 19.9 GiB'
+    for B, accum, recompute, gib in ((8, 4, 'vit,layers.*.attn', 22.0), (32, 1, 'full', 19.9), (32, 1, 'none', 68.0)):
+        peak = memory.memory_plan(lora, cfg, B, recompute, grad_accum=accum)['peak']
+        assert gib <= peak < 1.1 * gib, f'LoRA {B} x {accum} {recompute}: predicted {peak:.1f} vs {gib} GiB'
+    # ... and ViT + Gemma MLP (+ attention) recompute at 32 ran out of memory under the 24 GB cap: both must lie above
+    # what plan_fit lets a 24 GB GPU use
     for recompute in ('vit,layers.*.vlm.mlp', 'vit,layers.*.vlm.mlp,layers.*.attn'):
         assert memory.memory_plan(lora, cfg, 32, recompute)['peak'] > 23.6 - 1.5, recompute
     plan = memory.memory_plan(conf, cfg, 32, 'none')
@@ -248,7 +249,7 @@ def test_plan_fit_keeps_the_batch_and_the_cap():
     with pytest.raises(SystemExit, match=r"nothing fits 23\.5 GiB .*try param_dtype='bfloat16' or lora=True"):
         memory.plan_fit(conf, cfg, 23.5)
     B, accum, rc, plan = memory.plan_fit(dict(conf, lora=True, param_dtype='bfloat16'), cfg, 23.5)
-    assert B * accum == 32 and plan['peak'] <= 22.0, (B, rc, plan)
+    assert (B, accum, rc) == (32, 1, 'vit,layers.*.vlm.mlp,layers.*.attn') and plan['peak'] <= 22.0, (B, rc, plan)
     B, accum, rc, _ = memory.plan_fit(dict(conf, micro_batch=16, grad_accum=4), cfg, 79.0)
     assert B * accum == 64, 'an explicit micro_batch x grad_accum is kept'
     found = memory.fit_candidates(conf, cfg, 79.0)  # what bench.py --fit_top measures: every fit, fastest first
@@ -279,8 +280,11 @@ def test_speed_model_ranks_the_80gb_settings_as_an_h100_ran_them():
     assert memory.step_ms(cfg, 32, 1, 'full', lora=True) < memory.step_ms(cfg, 8, 4, 'vit,layers.*.attn', lora=True)
     assert memory.plan_fit(lora, cfg, 23.6)[:3] == (32, 1, 'full')
     assert {c[1] for c in memory.fit_candidates(dict(lora, micro_batch=12), cfg, 79.1)} == {12, 6, 4, 3, 2, 1}
-    # the H200 ran LoRA 8 x 4 (ViT + attention recomputed) at 874 ms per step (docs/fit_2026-12-01.log: 36.6 samples/s)
+    # the H200 ran LoRA 8 x 4 (ViT + attention recomputed) at 874 ms per step (docs/fit_2026-12-01.log: 36.6 samples/s);
+    # and, not used in fitting, an H100 ran LoRA 32 x 1 with full recompute at 600 ms (53.3 samples/s), which the model
+    # gives at the H100/H200 ratio memory.py's comment derives (1.110)
     assert abs(memory.step_ms(cfg, 8, 4, 'vit,layers.*.attn', lora=True) / 874 - 1) < 0.05
+    assert abs(1.110 * memory.step_ms(cfg, 32, 1, 'full', lora=True) / (32 / 53.3 * 1000) - 1) < 0.05
     # no micro-batch beyond the measured 32, also when a large per-GPU batch would make it the model's fastest
     B, accum, _, _ = memory.plan_fit(dict(conf, grad_accum=8, ema=True), cfg, 79.1)
     assert B == memory.MAX_MICRO == 32 and accum == 8, (B, accum)
@@ -828,6 +832,31 @@ def test_a_skipped_step_leaves_weights_and_moments_as_they_were(tmp_path):
         train.stop_if_non_finite([(4, 1e-3, 0.5, float('inf'))], str(tmp_path), str(tmp_path / 'log.txt'), True, skipped, 1)
     with pytest.raises(SystemExit, match='non-finite loss nan .* at iter 5: stopping'):
         train.stop_if_non_finite([(5, 1e-3, float('nan'), float('nan'))], str(tmp_path), str(tmp_path / 'log.txt'), True, [], 9)
+
+
+def test_a_run_logs_the_skipped_iteration_and_its_tensor(tiny_data, tmp_path, monkeypatch):
+    """The loop's wiring of skipped steps: train_step's per-tensor flags and clip_grad_norm_ both read
+    torch._foreach_norm once per step; here it reports a NaN norm for the first tensor in the third step only. The run
+    must skip iteration 2 (and no other), name that tensor on its line, and go on to the end."""
+    real, calls = torch._foreach_norm, []
+
+    def nan_in_third_step(tensors, *a, **k):
+        out = list(real(tensors, *a, **k))
+        calls.append(len(tensors))
+        if len(calls) in (5, 6):  # step 3: train_step's flags, then clip_grad_norm_'s total
+            out[0] = torch.full_like(out[0], float('nan'))
+        return out
+
+    monkeypatch.setattr(torch, '_foreach_norm', nan_in_third_step)
+    g = run_train(tiny_args(tiny_data, tmp_path, '--max_iters=4', '--eval_interval=0', '--micro_batch=4',
+                            '--max_skipped_steps=1'))
+    assert len(calls) == 8 and len(set(calls)) == 1, f'expected two calls per step over the same tensors: {calls}'
+    first = g['optimizer'].grad_names[0]
+    log = (tmp_path / 'log.txt').read_text()
+    module, leaf = first.rsplit('.', 1)
+    assert (f'iter 2: gradient norm nan, update skipped (1 of max_skipped_steps=1); non-finite gradients in 1 of '
+            f'{calls[0]} tensors: {module} 1/') in log and f'({leaf})' in log, log[-2000:]
+    assert log.count('update skipped') == 1 and 'updates skipped at iters [2]' in log, log[-2000:]
 
 
 def test_memory_plan_counts_the_ema_copy():

@@ -320,10 +320,12 @@ def train_step(model, raw, optimizer, micro_batches, conf, lr, gen, wrist):
     params = [p for p in raw.parameters() if p.grad is not None]
     if conf['max_skipped_steps']:
         # which tensors' gradients are non-finite (one fused norm; read only if the step is skipped), taken before
-        # clipping multiplies every gradient by a NaN norm's factor
+        # clipping multiplies every gradient by a NaN norm's factor; sharded: this process's shards
         local = [p.grad.to_local() if hasattr(p.grad, 'to_local') else p.grad for p in params]
-        optimizer.nonfinite_grads = (~torch.isfinite(torch.stack(torch._foreach_norm(local))),
-                                     [n for n, p in raw.named_parameters() if p.grad is not None])
+        names = getattr(optimizer, 'grad_names', None)
+        if names is None or len(names) != len(params):
+            optimizer.grad_names = names = [n for n, p in raw.named_parameters() if p.grad is not None]
+        optimizer.nonfinite_grads = ~torch.isfinite(torch.stack(torch._foreach_norm(local))), names
     # a non-finite norm poisons the step on every optimizer path alike (unless skipped below); the next log line stops the run
     if conf['grad_clip'] > 0:
         gnorm = torch.nn.utils.clip_grad_norm_(params, conf['grad_clip'])
@@ -517,9 +519,13 @@ def flush(pending, evals, csv_path, world_size, master=True):
 
 
 def nonfinite_grads_summary(flags, names):
-    """'non-finite gradients in k of n tensors: layers.3.vlm 9/9, ...' by module, from train_step's per-tensor flags.
-    A NaN made by one op reaches the gradient of every tensor used before it in the forward pass; the tensors whose
-    gradients stay finite are used after it (nearer the loss), so the boundary says where it came from."""
+    """'non-finite gradients in k of n tensors: layers.3.vlm 9/9, ...' by module, from train_step's per-tensor flags
+    (with several processes, any process's). A NaN made in one op's backward reaches the gradients of the tensors that
+    op's input depends on (those computed before it on its path), not of those after it (nearer the loss) or on
+    other branches, so the boundary says where it came from."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:  # sharded: each rank saw its shards
+        flags = flags.to(torch.int32)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
     groups = {}  # module -> [names of its non-finite tensors, its tensor count]
     for name, bad in zip(names, flags.tolist()):
         parts = name.rsplit('.', 1)[0].split('.')

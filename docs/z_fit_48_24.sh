@@ -1,4 +1,5 @@
 #!/bin/bash
+# Note (session 13): memory.py no longer caps LoRA at micro-batch 8; run again, its 24 GB rows would be other settings.
 # Session 12 (2026-12-05), issue 18: memory.py's speed model now charges ~42 ms per micro-step (it was 10), so the
 # 80 GB plan is micro-batch 32 x 1 with ViT + attention recompute (50.6 samples/s on an H100 against 41.2 for the old
 # 8 x 4, docs/fit_2026-12-05_h100.log). The 48 and 24 GB plans changed too: 48 GB bf16 params 16 x 2 ViT (45.7 GiB
