@@ -317,7 +317,21 @@ class SiglipAttention(nn.Module):
     def forward(self, x):
         B, P, D = x.shape
         q, k, v = (p(x).view(B, P, self.heads, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
-        return self.out_proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, P, D))
+        return self.out_proj(sdpa_without_cudnn_nan(q, k, v).transpose(1, 2).reshape(B, P, D))
+
+
+def sdpa_without_cudnn_nan(q, k, v):
+    """F.scaled_dot_product_attention, but on CUDA under a gradient at key lengths of 64 mod 128 (8 x 8 tokens: 128 px
+    images in 16 px tokens) with cuDNN's kernel left out: its SM90 backward, torch's default on H100/H200, lets the
+    zero-filled keys past the end into exp(0 - logsumexp), which overflows into NaN query gradients for rows whose
+    logsumexp is below -88.7 (pytorch issue 196678, cudnn-frontend PR 628). Runs at 128 px on an H100 had steps whose
+    non-finite gradients were only those of 4 of an early SigLIP layer's 16 tensors and of what lies before it, as a
+    NaN query gradient there would make (query projection and first norm)."""
+    if q.is_cuda and torch.is_grad_enabled() and k.shape[-2] % 128 == 64:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+            return F.scaled_dot_product_attention(q, k, v)
+    return F.scaled_dot_product_attention(q, k, v)
 
 
 class SiglipMLP(nn.Module):
