@@ -8,15 +8,7 @@
 # (the small default there: 73 / 78%), alone on the GPU (~33 ms per iteration in z_b: ends by ~330 s), EMA weights,
 # 10 episodes per task.
 TRAIN_END=${TRAIN_END:-470}; EVAL_END=${EVAL_END:-580}; LR=${LR:-5e-4}  # set first: 'X=1 source f' would not keep f's X
-python3 - <<'PY'
-s = open('model.py').read()
-anchor = "    'small': Pi05Config("
-assert anchor in s
-s = s.replace(anchor, "    'medium': Pi05Config(image_size=128, patch=16, vit_width=384, vit_depth=8, vit_mlp=1536, vit_heads=6, width=512,\n"
-              "                         depth=8, mlp=2048, vocab=1024, expert_width=256, expert_mlp=1024, heads=8, head_dim=64,\n"
-              "                         action_horizon=10, max_token_len=48),\n" + anchor, 1)
-open('model.py', 'w').write(s)
-PY
+python3 docs/closed_loop/medium_config.py || exit 1
 source docs/closed_loop/mt10_call.sh
 timeout 90 python3 -m pytest -q -s test_equivalence.py -k "siglip_attention" > $L/gpu_test.txt 2>&1
 el "gpu test"; grep "cuDNN\|passed\|failed\|Error" $L/gpu_test.txt | tail -n 4
