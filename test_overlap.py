@@ -5,8 +5,10 @@ are still in backward. Two gloo processes on the CPU record, with a DDP comm hoo
 when the backward of the first layer has finished. Run: python -m pytest -q test_overlap.py
 """
 import datetime
+import faulthandler
 import os
 import tempfile
+import time
 from dataclasses import replace
 
 import torch
@@ -16,7 +18,11 @@ import torch.multiprocessing as mp
 import model as M
 
 
+LIMIT_S = 300  # one CI run hung here for 18 minutes (2026-12-05): a stuck worker now prints its stack and the test fails
+
+
 def _worker(rank, world, init_file, compiled, out):
+    faulthandler.dump_traceback_later(LIMIT_S - 30, exit=True)  # a stuck worker: its stack on stderr, then exit 1
     import torch._dynamo
     torch._dynamo.config.optimize_ddp = False  # we split the graph per layer ourselves
     dist.init_process_group('gloo', init_method=f'file://{init_file}', rank=rank, world_size=world,
@@ -51,12 +57,20 @@ def _worker(rank, world, init_file, compiled, out):
         torch.save(events, out)
     dist.barrier()  # both ranks leave together
     dist.destroy_process_group()
+    faulthandler.cancel_dump_traceback_later()
 
 
 def run(compiled):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, 'events.pt')
-        mp.start_processes(_worker, args=(2, os.path.join(d, 'init'), compiled, out), nprocs=2, start_method='spawn')
+        ctx = mp.start_processes(_worker, args=(2, os.path.join(d, 'init'), compiled, out), nprocs=2,
+                                 start_method='spawn', join=False)
+        deadline = time.monotonic() + LIMIT_S
+        while not ctx.join(timeout=5):  # raises when a worker fails or exits early
+            if time.monotonic() > deadline:
+                for p in ctx.processes:
+                    p.kill()
+                raise AssertionError(f'the two gloo workers did not finish within {LIMIT_S} s')
         return torch.load(out)
 
 
