@@ -633,6 +633,12 @@ if __name__ == '__main__':
     device = 'cuda' if torch.cuda.is_available() else 'cpu'
     gpu = torch.cuda.get_device_name() if device == 'cuda' else 'CPU (dry run)'
     named = named_rows()
+    wanted = [s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(',')
+    unknown = sorted({r for r in wanted + profile.split(',') if r and r not in named})
+    if unknown and not (compare or fit or infer or fp8_validate):
+        raise SystemExit(f"bench.py: unknown rows {unknown}: --rows (or 'ladder') and --profile take {sorted(named)}")
+    if fit and device != 'cuda':
+        raise SystemExit('bench.py: --fit=True runs each setting on a CUDA GPU capped to each size; this machine has none')
     if compare:
         print(f'{gpu} | torch {torch.__version__} | compare default vs {compare}', flush=True)
         compare_losses(named, compare, compare_steps, device)
@@ -655,7 +661,7 @@ if __name__ == '__main__':
     if fit:
         print('\n'.join(fit_table(named, batches, peak, device, fit_top)))
         raise SystemExit
-    active = [named[r] for r in ([s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(','))]
+    active = [named[r] for r in wanted]
     if recompute_table:
         active += recompute_rows(named, active)
     profiled_labels = {named[r][0] for r in profile.split(',') if r}

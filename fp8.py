@@ -77,7 +77,7 @@ def fp8_filter(name, module, min_dim=MIN_DIM, keep=None):
         if fnmatch.fnmatchcase(name, pattern):
             return False, reason
     if not any(p.requires_grad for p in module.parameters()):  # the last layer's prefix q/o/mlp (skip_unused)
-        return False, 'never runs in training (frozen)'
+        return False, "no gradient (the last layer's unused prefix work)"
     if module.in_features % 16 or module.out_features % 16:  # _scaled_mm needs K and N multiples of 16
         return False, 'dims not multiples of 16'
     if max(module.in_features, module.out_features) < min_dim:
@@ -323,6 +323,9 @@ def keep_list_lines(bf16_us, fp8_us, groups, static, min_speedup=1.0):
 
 
 if __name__ == '__main__':  # python fp8.py [config] [keep-list]: the static decisions for a model config
+    if {'-h', '--help'} & set(sys.argv[1:]) or (len(sys.argv) > 1 and sys.argv[1] not in modeling.configs):
+        raise SystemExit(f"usage: python fp8.py [model_name: one of {', '.join(modeling.configs)}] [keep-list file]\n"
+                         "prints which Linear layers fp8=True converts and which it skips, and why")
     with torch.device('meta'):
         m = modeling.Pi05(modeling.configs[sys.argv[1] if len(sys.argv) > 1 else 'pi05'])
     print(format_table(decisions(m, keep_list=sys.argv[2] if len(sys.argv) > 2 else None)))

@@ -142,9 +142,16 @@ def plan_fit(conf, cfg, gpu_gib, cameras=2, prompt_slots=64, margin_gib=1.5):
     if not found:
         per_gpu = conf['micro_batch'] * conf['grad_accum']
         smallest = memory_plan(conf, cfg, 1, 'full', cameras, prompt_slots, per_gpu, state_bytes(conf, cfg))['peak']
+        # the first of the lighter setups that fits, as flags (LoRA trains without EMA: train.check_config)
+        lighter = (dict(param_dtype='bfloat16'), dict(param_dtype='bfloat16', ema=False),
+                   dict(lora=True, ema=False, fp8=False))
+        fits = [alt for alt in lighter if any(conf[k] != v for k, v in alt.items())
+                and fit_candidates(dict(conf, **alt), cfg, gpu_gib, cameras, prompt_slots, margin_gib)]
+        hint = (' '.join(f'--{k}={v}' for k, v in fits[0].items() if conf[k] != v) + ' fits' if fits else
+                'neither bf16 weights nor LoRA fit either: use a larger GPU, or several with shard=True (no EMA)')
         raise SystemExit(f"train.py: nothing fits {gpu_gib:.1f} GiB with param_dtype={conf['param_dtype']!r}, "
-                         f"lora={conf['lora']} (micro-batch 1 with full recompute needs {smallest:.1f} GiB): "
-                         f"try param_dtype='bfloat16' or lora=True")
+                         f"ema={conf['ema']}, lora={conf['lora']} (micro-batch 1 with full recompute needs "
+                         f"{smallest:.1f} GiB): {hint}")
     _, B, accum, rc, plan = found[0]
     return B, accum, rc, plan
 

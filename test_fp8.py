@@ -98,7 +98,7 @@ def test_filter_rules_name_their_reason():
         ('action_in.time_mlp_in', m.action_in.time_mlp_in, 0, False, 'action/time projection'),
         ('action_out.action_out_proj', m.action_out.action_out_proj, 0, False, 'action/time projection'),
         ('layers.0.expert.input_layernorm.dense', m.layers[0].expert.input_layernorm.dense, 0, False, 'adaRMS modulation'),
-        ('layers.2.vlm.mlp.gate_proj', m.layers[2].vlm.mlp.gate_proj, 0, False, 'never runs in training (frozen)'),
+        ('layers.2.vlm.mlp.gate_proj', m.layers[2].vlm.mlp.gate_proj, 0, False, "no gradient (the last layer's unused prefix work)"),
         ('layers.0.vlm.mlp.gate_proj', lin(24, 48), 0, False, 'dims not multiples of 16'),
         ('layers.0.vlm.mlp.gate_proj', lin(1024, 256), 2048, False, 'small: in and out < 2048'),
         ('layers.0.vlm.mlp.gate_proj', lin(2048, 256), 2048, True, 'fp8'),

@@ -172,6 +172,16 @@ def test_choice_keys_refuse_unknown_values():
             train.check_config(dict(train.default_config(), augment=old))
 
 
+def test_numeric_keys_out_of_range_are_named_before_anything_is_built():
+    for key, bad in (('log_interval', 0), ('eval_iters', 0), ('keep_last', -1), ('ckpt_interval', -2),
+                     ('micro_batch', 0), ('max_iters', True), ('action_horizon', 'abc'), ('max_token_len', 0),
+                     ('image_size', 0), ('val_fraction', 0.0), ('val_fraction', 1.0)):
+        with pytest.raises(ValueError, match=f"^{key}={bad!r}: expected"):
+            train.check_config(dict(train.default_config(), **{key: bad}))
+    for key, edge in (('keep_last', 0), ('ckpt_interval', -1), ('eval_interval', 0), ('action_horizon', 10)):
+        train.check_config(dict(train.default_config(), **{key: edge}))
+
+
 def test_lr_schedule_matches_openpi_pi05_libero():
     conf = dict(train.default_config(), learning_rate=5e-5, decay_lr=5e-5, warmup_iters=10000, lr_decay_iters=1_000_000)
     got = [train.lr_at(s, conf) for s in (0, 5000, 10000, 30000)]
@@ -246,8 +256,17 @@ def test_plan_fit_keeps_the_batch_and_the_cap():
         B, accum, rc, plan = memory.plan_fit(conf, cfg, gib)
         assert B * accum == 32 and plan['peak'] <= gib - 1.5, (gib, B, accum, rc, plan['peak'])
     assert memory.plan_fit(conf, cfg, 139.0)[:3] == (32, 1, 'none'), 'an H200 takes the default as it is'
-    with pytest.raises(SystemExit, match=r"nothing fits 23\.5 GiB .*try param_dtype='bfloat16' or lora=True"):
-        memory.plan_fit(conf, cfg, 23.5)
+    # the error names the first lighter setup that fits, as flags that pass check_config
+    for c, gib, hint in ((conf, 47.5, '--param_dtype=bfloat16'), (conf, 23.5, '--lora=True'),
+                         (dict(conf, ema=True), 23.5, '--lora=True --ema=False')):
+        with pytest.raises(SystemExit, match=rf"nothing fits {gib} GiB .*: {hint} fits$"):
+            memory.plan_fit(c, cfg, gib)
+        flags = dict(kv[2:].split('=') for kv in hint.split())
+        fixed = dict(c, **{k: {'True': True, 'False': False}.get(v, v) for k, v in flags.items()})
+        train.check_config(fixed)
+        assert memory.plan_fit(fixed, cfg, gib)[3]['peak'] <= gib - 1.5
+    with pytest.raises(SystemExit, match=r"nothing fits 10\.0 GiB .*neither bf16 weights nor LoRA fit"):
+        memory.plan_fit(conf, cfg, 10.0)
     B, accum, rc, plan = memory.plan_fit(dict(conf, lora=True, param_dtype='bfloat16'), cfg, 23.5)
     assert (B, accum, rc) == (32, 1, 'vit,layers.*.vlm.mlp,layers.*.attn') and plan['peak'] <= 22.0, (B, rc, plan)
     B, accum, rc, _ = memory.plan_fit(dict(conf, micro_batch=16, grad_accum=4), cfg, 79.0)
@@ -574,6 +593,12 @@ def test_device_cuda_without_cuda_is_one_line(tiny_data, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "device='cuda', but this torch" in proc.stderr, proc.stderr[-2000:]
     assert 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_fp8_off_cuda_is_refused_before_the_model_is_built(tiny_data, tmp_path):
+    with pytest.raises(SystemExit, match=r"fp8=True needs a CUDA GPU .*this run is on cpu: set fp8=False"):
+        run_train(tiny_args(tiny_data, tmp_path, '--max_iters=1', '--fp8=True'))
+    assert not (tmp_path / 'log.txt').exists(), 'refused before the run wrote anything'
 
 
 @pytest.mark.parametrize('broken', ['model.safetensors', 'state.pt'])

@@ -63,7 +63,7 @@ augment = 'openpi'              # training augmentation on the device: 'openpi' 
 camera_dropout = 0.0            # training: each camera of each sample left out (masked, as a missing camera) with this
                                 # probability, one camera always kept; 0: every camera, as openpi trains
 # model: shapes come from model.configs[model_name]; a value here overrides that field
-model_name = 'pi05'             # 'pi05' | 'demo' | 'tiny' (model.configs)
+model_name = 'pi05'             # 'pi05' | 'small' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
 max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
 image_size = None               # S, image side (a multiple of the patch); None: the model config's (pi05: 224)
@@ -158,9 +158,16 @@ def check_config(conf):
         raise ValueError(f"camera_dropout={conf['camera_dropout']!r}: expected a probability in [0, 1)")
     if not isinstance(conf['max_skipped_steps'], int) or conf['max_skipped_steps'] < 0:
         raise ValueError(f"max_skipped_steps={conf['max_skipped_steps']!r}: expected an int >= 0")
-    for key in ('micro_batch', 'grad_accum', 'max_iters'):
-        if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1:
-            raise ValueError(f"{key}={conf[key]!r}: expected a positive int")
+    for key, low in (('micro_batch', 1), ('grad_accum', 1), ('max_iters', 1), ('log_interval', 1), ('eval_iters', 1),
+                     ('eval_interval', 0), ('keep_last', 0), ('timing_warmup', 0), ('warmup_iters', 0),
+                     ('synthetic_episodes', 0), ('ckpt_interval', -1)):
+        if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < low:
+            raise ValueError(f"{key}={conf[key]!r}: expected an int >= {low}")
+    for key in ('action_horizon', 'max_token_len', 'image_size'):
+        if conf[key] is not None and (not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1):
+            raise ValueError(f"{key}={conf[key]!r}: expected a positive int, or None for the model config's")
+    if not isinstance(conf['val_fraction'], float) or not 0 < conf['val_fraction'] < 1:
+        raise ValueError(f"val_fraction={conf['val_fraction']!r}: expected a share of the episodes in (0, 1)")
     try:
         M.resolve_recompute(model_config(conf), conf['recompute'])
     except ValueError as err:
@@ -589,6 +596,9 @@ if __name__ == '__main__':
     if cuda and not torch.cuda.is_available():
         raise SystemExit(f"train.py: device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: "
                          f"use --device=cpu (or 'auto'), or install a CUDA build of torch")
+    if fp8 and not cuda:
+        raise SystemExit(f"train.py: fp8=True needs a CUDA GPU (float8 GEMMs, H100 or newer); this run is on {dev}: "
+                         f"set fp8=False")
     if cuda:
         dev = f'cuda:{local_rank}' if dev == 'cuda' else dev  # one GPU per process
         torch.cuda.set_device(dev)
