@@ -366,8 +366,10 @@ def split_episodes(num_episodes, val_fraction=0.05):
 
 def _prepare_hint(data_dir, meta=None):
     src = (meta or {}).get("source")
-    if src == "synthetic":
-        return f"python sim.py synthetic --out={data_dir}"
+    if src == "synthetic":  # the same scenes again: their size, object count and seed are in meta.json
+        return (f"python sim.py synthetic --out={data_dir} --image_size={meta.get('image_size', 64)} "
+                f"--objects={meta.get('sim', {}).get('objects', 3)} --seed={meta.get('seed', 0)} "
+                f"--episodes={meta.get('num_episodes', 2000)} --max_token_len={meta.get('max_token_len', 32)}")
     return f"python prepare.py --src={src or '<LeRobot dataset>'} --out={data_dir} --tokenizer=<tokenizer.model>"
 
 def _check_npy(path, dtype, shape, hint):
@@ -397,7 +399,7 @@ def check_prepared(data_dir):
     meta_path = os.path.join(data_dir, "meta.json")
     if not os.path.isdir(data_dir):
         raise DataError(f"data_dir {data_dir!r} does not exist: prepare a dataset first ({_prepare_hint(data_dir)}), "
-                        f"or write the synthetic demo data with --synthetic_episodes=200")
+                        f"or pass another --data_dir")
     if not os.path.exists(meta_path):
         raise DataError(f"{meta_path} not found: {data_dir} is not a prepared dataset, or its preparation did not "
                         f"finish; prepare it: {_prepare_hint(data_dir)}")

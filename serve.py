@@ -180,8 +180,14 @@ class Policy:
         self.info, self.stats, self.tokenizer = info, _, _ = checkpoint.read_policy(ckpt_dir)
         self.ckpt_dir, self.device = ckpt_dir, torch.device(device)
         self.cfg = M.Pi05Config(**info['model'])
+        if weights not in ('auto', 'ema', 'model', 'init'):
+            raise ValueError(f"weights={weights!r}: expected 'auto', 'ema', 'model' or 'init'")
+        has_ema = os.path.exists(os.path.join(ckpt_dir, 'ema.safetensors'))
         if weights == 'auto':
-            weights = 'ema' if os.path.exists(os.path.join(ckpt_dir, 'ema.safetensors')) else 'model'
+            weights = 'ema' if has_ema else 'model'
+        if weights == 'ema' and not has_ema:
+            raise ValueError(f"weights='ema': {ckpt_dir} has no ema.safetensors (its run had ema=False); "
+                             f"use weights='model' or 'auto'")
         self.weights = weights
         cuda = self.device.type == 'cuda'
         init = None if weights == 'init' else os.path.join(ckpt_dir, f"{'ema' if weights == 'ema' else 'model'}.safetensors")
@@ -451,7 +457,11 @@ if __name__ == '__main__':
     if not ckpt:
         raise SystemExit('serve.py: pass --ckpt=<a checkpoint directory written by train.py, or its run directory, e.g. out/demo>')
     dev = M.resolve_device(device)
-    overrides = dict(kv.split('=', 1) for kv in keys.split(',')) if keys else {}
+    pairs = [kv.split('=', 1) for kv in keys.split(',')] if keys else []
+    if any(len(p) != 2 or not all(p) for p in pairs):
+        raise SystemExit(f"serve.py: keys={keys!r}: expected name=observation_key pairs separated by commas, "
+                         f"e.g. --keys=image=observation/exterior_image_1_left,state=observation/joint_position")
+    overrides = dict(pairs)
     t0 = time.perf_counter()
     try:
         policy = Policy(ckpt, dev, weights, fast=fast, noise_seed=noise_seed if noise_seed >= 0 else None, keys=overrides,
@@ -460,7 +470,10 @@ if __name__ == '__main__':
         raise SystemExit(f'serve.py: {err}')
     print(f"loaded {ckpt} ({policy.weights} weights) on {dev} in {time.perf_counter() - t0:.1f} s; "
           f"observation keys {policy.keys}")
-    server = PolicyServer(policy, host, port, api_key, max_request_mb).start()
+    try:
+        server = PolicyServer(policy, host, port, api_key, max_request_mb).start()
+    except OSError as err:  # e.g. the port is taken
+        raise SystemExit(f'serve.py: cannot listen on {host}:{port} ({err.strerror or err}): choose another --port=')
     print(f"serving on ws://{host}:{server.port}" + (' (api key required)' if api_key else ''), flush=True)
     try:
         server.thread.join()

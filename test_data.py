@@ -760,3 +760,18 @@ def test_rows_out_of_frame_order_and_a_shuffled_task_table_prepare_the_same(tmp_
 def test_wrist_rule_ignores_case():
     assert data.is_wrist("Wrist") and data.is_wrist("cam_WRIST_left") and data.is_wrist("wrist_image")
     assert not data.is_wrist("image") and not data.is_wrist("top")
+
+
+def test_a_broken_synthetic_directory_names_the_command_that_writes_it_again(tmp_path):
+    """The fix a damaged synthetic directory's error gives, run as printed, writes the same arrays again."""
+    import shlex
+    out = tmp_path / "syn"
+    sim.make_synthetic(str(out), episodes=4, image_size=16, seed=3, max_token_len=24, objects=1)
+    ref = np.load(out / "images_0.npy")
+    os.remove(out / "images_0.npy")
+    with pytest.raises(data.DataError, match="images_0.npy is missing") as err:
+        data.check_prepared(str(out))
+    command = str(err.value).split("prepare the directory again: ")[1]
+    assert command.startswith("python sim.py synthetic "), command
+    sim.main(shlex.split(command)[2:])
+    assert np.array_equal(np.load(out / "images_0.npy"), ref), command

@@ -10,6 +10,8 @@ Servers bind 127.0.0.1 on a free port and every test stops what it starts.
 import os
 import runpy
 import shutil
+import socket
+import subprocess
 import sys
 import threading
 
@@ -522,3 +524,28 @@ def test_simulated_delay_runs_the_old_chunk_then_the_new_one_from_index_delay():
     log = []  # a replanning period longer than the chunk is cut to it
     evaluation.synthetic_episode(infer, scene(), keys, 16, 50, 25, log=log)
     assert [first for _, first in log] == [j % 10 == 0 for j in range(25)]
+
+
+def test_bad_serving_options_are_one_line_errors(trained, tmp_path):
+    """--weights that is not a choice, or 'ema' where the run kept none; --keys that are not name=key pairs; a port
+    another process holds: each a one-line error naming the option, never a traceback."""
+    with pytest.raises(ValueError, match="weights='emma': expected 'auto', 'ema', 'model' or 'init'"):
+        serve.Policy(trained[0], weights='emma')
+    no_ema = tmp_path / 'no_ema'
+    shutil.copytree(trained[0], no_ema)
+    os.remove(no_ema / 'ema.safetensors')
+    with pytest.raises(ValueError, match="weights='ema': .* has no ema.safetensors"):
+        serve.Policy(str(no_ema), weights='ema')
+    assert serve.Policy(str(no_ema)).weights == 'model', "'auto' falls back to the trained weights"
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, 'serve.py'), f'--ckpt={trained[0]}', '--device=cpu',
+                               *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert proc.returncode != 0 and 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+        return proc.stderr.strip().splitlines()[-1]
+    assert run('--keys=image').startswith("serve.py: keys='image': expected name=observation_key pairs")
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert run(f'--port={port}').startswith(f'serve.py: cannot listen on 127.0.0.1:{port}')
