@@ -71,6 +71,9 @@ configs = {
     'small': Pi05Config(image_size=128, patch=16, vit_width=256, vit_depth=6, vit_mlp=1024, vit_heads=4, width=384,
                         depth=6, mlp=1536, vocab=1024, expert_width=192, expert_mlp=768, heads=6, head_dim=64,
                         action_horizon=10, max_token_len=48),
+    'medium': Pi05Config(image_size=128, patch=16, vit_width=384, vit_depth=8, vit_mlp=1536, vit_heads=6, width=512,
+                         depth=8, mlp=2048, vocab=1024, expert_width=256, expert_mlp=1024, heads=8, head_dim=64,
+                         action_horizon=10, max_token_len=48),
 }
 
 # -----------------------------------------------------------------------------

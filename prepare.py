@@ -3,8 +3,8 @@ Prepare a LeRobot-format dataset (v2.x or v3.0) once into the flat memmaps train
 its checks and the loader): the features found by name, frames decoded in a process pool (PNG in parquet, or mp4
 through PyAV), quantile statistics, both prompt formats tokenized.
 
-    python prepare.py --src=/data/libero --inspect --tokenizer=paligemma_tokenizer.model     # look first; writes nothing
-    python prepare.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model
+    python prepare.py --src=/data/libero --inspect --tokenizer=checkpoints/paligemma_tokenizer.model     # look first; writes nothing
+    python prepare.py --src=/data/libero --out=data_cache/libero --tokenizer=checkpoints/paligemma_tokenizer.model
     python prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=128
 
 Dependencies beyond training's: pyarrow, pillow, av (video datasets), sentencepiece (a SentencePiece tokenizer).

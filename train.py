@@ -63,7 +63,7 @@ augment = 'openpi'              # training augmentation on the device: 'openpi' 
 camera_dropout = 0.0            # training: each camera of each sample left out (masked, as a missing camera) with this
                                 # probability, one camera always kept; 0: every camera, as openpi trains
 # model: shapes come from model.configs[model_name]; a value here overrides that field
-model_name = 'pi05'             # 'pi05' | 'small' | 'demo' | 'tiny' (model.configs)
+model_name = 'pi05'             # 'pi05' | 'medium' | 'small' | 'demo' | 'tiny' (model.configs)
 action_horizon = None           # H, actions per chunk; None: the model config's (pi05: 50)
 max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
 image_size = None               # S, image side (a multiple of the patch); None: the model config's (pi05: 224)
@@ -71,9 +71,9 @@ vision_stem = None              # 'patch' (SigLIP's) | 'conv' (stride-2 3x3 conv
 attn = 'sdpa'                   # 'sdpa' | 'flex' | 'eager'; H200, micro-batch 32: sdpa 530 ms, flex 544 ms,
                                 # the same memory (bench.py, 2026-12-01)
 recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute); H200, micro-batch 32:
-                                # none 530 ms 96 GiB, vit 564 ms 82 GiB (bench.py)
+                                # none 533 ms 96 GiB, vit 560 ms 82 GiB (bench.py, README)
 compile = True                  # per-layer torch.compile (model.apply_compile)
-compile_vision = True           # also compile each SigLIP layer (measured on the H200: -38 ms/step at micro-batch 32)
+compile_vision = True           # also compile each SigLIP layer (H200, micro-batch 32: -43 ms/step, the README's ladder)
 compile_mode = 'default'        # torch.compile mode of each unit: 'default' | 'reduce-overhead' (CUDA graphs)
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
 fp8_keep_list = 'fp8_keep.txt'  # the Linears `bench.py --fp8_validate` measured faster in fp8; '': static rules only

@@ -2,7 +2,7 @@
 # names one ("move to the green triangle"), so the policy must read the prompt and find that object.
 #   python train.py config/demo_gpu.py && python eval.py --ckpt=out/demo_gpu --episodes=100 --device=cpu
 # global batch 256 = micro_batch 256 x grad_accum 1 x 1 GPU; 16000 expert episodes written to data_dir on first use.
-# The model is tiny and launch-bound: compiled layers replayed from CUDA graphs take an iteration from ~41 ms (eager,
+# The model is tiny and launch-bound: compiled layers replayed from CUDA graphs take an iteration from ~45 ms (eager,
 # micro-batch 64) to 15-20 ms at micro-batch 256, so four times the samples cost a third of the time.
 # Measured on one H200 (docs/closed_loop/c*_demo_gpu_*, i2_*): micro-batch 64, bf16, 4000 scenes: 16/100 at iteration
 # 10000; micro-batch 256, 4000 scenes: 81/100 after 12000; 8000 scenes: 86/100 at 8000, 90/100 at 12000 (one noise

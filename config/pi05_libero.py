@@ -2,7 +2,7 @@
 # the pi05 prompt with the discretized state, cuDNN attention, per-layer compile, the micro-batch and recompute that fit
 # the GPU (fit=True, memory.plan_fit), bf16 compute with
 # fp32 master weights and fp32 AdamW moments, EMA 0.999; optimizer and schedule from openpi's pi05_libero.
-#   python prepare.py --src=/data/libero --out=data_cache/libero --tokenizer=paligemma_tokenizer.model   # once
+#   python prepare.py --src=/data/libero --out=data_cache/libero --tokenizer=checkpoints/paligemma_tokenizer.model   # once
 #   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py
 #   torchrun --standalone --nproc_per_node=8 train.py config/pi05_libero.py --init_from=resume        # continue
 # global batch 256 = micro_batch 32 x grad_accum 1 x 8 GPUs (openpi's 256); on one GPU: --grad_accum=8.

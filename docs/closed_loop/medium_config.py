@@ -1,6 +1,6 @@
 """Adds the 57M-parameter 'medium' shape to model.configs in the working tree it runs in (a device copy; never
 committed): SigLIP 384 x 8, Gemma 512 x 8, expert 256. Written out inline in z_b_mt10_medium.sh and z_h_medium_nan.sh
-as they ran; used by the scripts after them.
+as they ran; used by z_i_mt10_medium_lr.sh until 'medium' joined model.configs (2026-12-05 session 14).
     python3 docs/closed_loop/medium_config.py"""
 s = open('model.py').read()
 anchor = "    'small': Pi05Config("

@@ -8,7 +8,7 @@
 # (the small default there: 73 / 78%), alone on the GPU (~33 ms per iteration in z_b: ends by ~330 s), EMA weights,
 # 10 episodes per task.
 TRAIN_END=${TRAIN_END:-470}; EVAL_END=${EVAL_END:-580}; LR=${LR:-5e-4}  # set first: 'X=1 source f' would not keep f's X
-python3 docs/closed_loop/medium_config.py || exit 1
+# the 'medium' shape is in model.configs since 2026-12-05 session 14 (medium_config.py patched it in before)
 source docs/closed_loop/mt10_call.sh
 timeout 90 python3 -m pytest -q -s test_equivalence.py -k "siglip_attention" > $L/gpu_test.txt 2>&1
 el "gpu test"; grep "cuDNN\|passed\|failed\|Error" $L/gpu_test.txt | tail -n 4
