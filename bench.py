@@ -630,7 +630,7 @@ if __name__ == '__main__':
     os.makedirs(out_dir, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = not infer  # training rows as train.py sets it, inference as serve.py
     torch.manual_seed(seed)
-    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    device = M.resolve_device('auto')
     gpu = torch.cuda.get_device_name() if device == 'cuda' else 'CPU (dry run)'
     named = named_rows()
     wanted = [s for s, _, _ in LADDER] if rows == 'ladder' else rows.split(',')

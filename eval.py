@@ -41,7 +41,7 @@ noise_seed = 0             # with ckpt: noise from the seed and each observation
                            # repeats exactly; -1: fresh noise every request
 noise_scale = 1.0          # with ckpt: the sampling noise's std (serve.py's noise_scale; 0: deterministic sampling)
 device = 'auto'
-env = 'synthetic'          # 'synthetic' | 'metaworld' | 'libero'
+env = 'synthetic'          # 'synthetic' | 'metaworld' | 'libero' (openpi's LIBERO client loop; needs hf-libero, not run here)
 episodes = 50              # synthetic: seeded episodes
 objects = 0                # synthetic: objects per scene; 0: as in the checkpoint's training data (else 3)
 tasks = 'mt10'             # metaworld: mt10 | mt50 | comma-separated names (reach-v3,push-v3)

@@ -546,7 +546,7 @@ def main(argv):
     m.add_argument("--out", required=True, help="a new or empty directory, or one this command wrote (replaced)")
     m.add_argument("--tasks", default="mt10", help="mt10 | mt50 | comma-separated names (reach-v3,push-v3)")
     m.add_argument("--episodes", type=int, default=50, help="successful episodes per task")
-    m.add_argument("--size", type=int, default=128, help="rendered image side")
+    m.add_argument("--size", "--image_size", dest="size", type=int, default=128, help="rendered image side")
     m.add_argument("--workers", type=int, default=None, help="processes (default: one per CPU, at most 32)")
     m.add_argument("--action_noise", type=float, default=0.0,
                    help="std of Gaussian noise added to the executed dx, dy, dz while the expert's action is recorded")
