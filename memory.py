@@ -36,26 +36,26 @@ except (OSError, ValueError) as _err:
                      f'python bench.py --recompute_table=True') from None
 ACT_GIB = dict(_table['act_gib'], layers=0.137, rest=0.041)
 # sample and micro fitted (step kept) to the H200's step times without recompute at micro-batch 32 x 1 (533 ms,
-# docs/bench_2026-12-01.log) and 8 x 4 (657 ms, docs/fit_2026-12-01.log): a micro-step costs ~42 ms beyond its
+# docs/logs/bench_2026-12-01.log) and 8 x 4 (657 ms, docs/logs/fit_2026-12-01.log): a micro-step costs ~42 ms beyond its
 # samples (small GEMMs, launches), which makes 8 x 4 slow. The five 80 GB settings an H100 ran (chosen by the earlier
-# model, micro=10) measure in the order this model ranks them (docs/fit_2026-12-05_h100.log; test_train.py checks it).
+# model, micro=10) measure in the order this model ranks them (docs/logs/fit_2026-12-05_h100.log; test_train.py checks it).
 # LoRA: a sample costs 0.53x (no weight gradients for the frozen base) and a micro-step 96 ms more (its many small
-# adapter kernels), fitted to the H200's LoRA 8 x 4 step with ViT + attention recompute (874 ms, docs/fit_2026-12-01.log)
-# and an H100's LoRA 32 x 1 without recompute (468 ms, docs/bench_2026-12-05_h100_lora.log) taken as 1.110x the H200's
+# adapter kernels), fitted to the H200's LoRA 8 x 4 step with ViT + attention recompute (874 ms, docs/logs/fit_2026-12-01.log)
+# and an H100's LoRA 32 x 1 without recompute (468 ms, docs/logs/bench_2026-12-05_h100_lora.log) taken as 1.110x the H200's
 # time (the H100's full-training 32 x 1 step with ViT + attention recompute, 632 ms, over this model's 570 ms for
 # it on the H200: a ratio through the model, not two measurements). An H100 ran LoRA 32 x 1 with full recompute at 600 ms
 # (the model, not fitted to it: 602 at that ratio)
-# and 8 x 4 with ViT + attention at 1053 (docs/fit_2026-12-05_h100_lora32.log, fit_2026-12-05_h100_48_24.log).
+# and 8 x 4 with ViT + attention at 1053 (docs/logs/fit_2026-12-05_h100_lora32.log, fit_2026-12-05_h100_48_24.log).
 MS = dict(_table['ms'], sample=13.75, layers=2.8, micro=42.0, step=50.0, lora=0.53, lora_micro=96.0)
 # LoRA's activations are charged as full training's. Measured on an H100: 32 x 1 without recompute peaked at 68.0 GiB,
-# as full training's account says (docs/bench_2026-12-05_h100_lora.log; that row ran after another had run out of
+# as full training's account says (docs/logs/bench_2026-12-05_h100_lora.log; that row ran after another had run out of
 # memory in the same process, so it may hold some of its memory: taken as the safe reading); 8 x 4 with ViT +
-# attention recompute peaked at 22.0, 1.7 GiB below the account (docs/fit_2026-12-05_h100_48_24.log).
+# attention recompute peaked at 22.0, 1.7 GiB below the account (docs/logs/fit_2026-12-05_h100_48_24.log).
 LORA_MLP_RECOMPUTE = 0.1705  # GiB per sample (pi05 layout) LoRA holds beyond that whenever the Gemma MLP is recomputed
                              # (only recomputing all of it was measured): 32 x 1 with full recompute peaked at 19.9 GiB
                              # where the account without this said 14.8, and
                              # 32 x 1 with ViT + MLP (+ attention) recompute ran out of memory under a 24 GB cap (an
-                             # H100, docs/fit_2026-12-05_h100_lora32.log). Why is not known: full training with the
+                             # H100, docs/logs/fit_2026-12-05_h100_lora32.log). Why is not known: full training with the
                              # MLP recomputed matches the account (52.6 GiB, and 64.4 against 65.9 with EMA).
 MAX_MICRO = 32   # the largest micro-batch the activations were measured at (memory_table.json), with and without LoRA
 TRANSIENT = {'float32': 0.37, 'bfloat16': 0.05}  # on top, as a share of the weights' bytes: the bf16 casts of fp32

@@ -229,14 +229,14 @@ def test_memory_plan_reproduces_its_h200_measurements():
 
 def test_bench_derives_the_memory_table_from_its_recompute_rows(tmp_path):
     """`bench.py --recompute_table=True` turns its recompute rows into the per-sample costs memory.py reads: from
-    the rows of docs/bench_2026-11-29.log (the run today's memory_table.json came from) it writes these numbers, and
+    the rows of docs/logs/bench_2026-11-29.log (the run today's memory_table.json came from) it writes these numbers, and
     memory.py's ACT_GIB / MS are the file's."""
     import bench
     import memory
     named = bench.named_rows()
     label = {'default with recompute=none': named['default'][0],  # that day's row names
              'default: fp32 master weights': named['recomputevit'][0]}
-    with open(os.path.join(ROOT, 'docs', 'bench_2026-11-29.log')) as f:
+    with open(os.path.join(ROOT, 'docs', 'logs', 'bench_2026-11-29.log')) as f:
         rows = [json.loads(line) for line in f if line.startswith('{')]
     results = [dict(r, row=label.get(r['row'], r['row'])) for r in rows if r['tokens'] == 64]
     out = tmp_path / 'memory_table.json'
@@ -279,7 +279,7 @@ def test_plan_fit_keeps_the_batch_and_the_cap():
 
 
 def test_speed_model_ranks_the_80gb_settings_as_an_h100_ran_them():
-    """bench.py --fit=True --fit_gpu=80 --fit_top=5 on an H100 80GB (2026-12-05, docs/fit_2026-12-05_h100.log):
+    """bench.py --fit=True --fit_gpu=80 --fit_top=5 on an H100 80GB (2026-12-05, docs/logs/fit_2026-12-05_h100.log):
     samples/s of five settings that fit, fp32 master weights. The speed model must order them as measured (the
     earlier model put 8 x 4 first, the slowest but one) and plan_fit must take the fastest."""
     measured = {(8, 4, 'none'): 41.2, (32, 1, 'vit,layers.*.attn'): 50.6, (16, 2, 'vit'): 49.6,
@@ -289,17 +289,17 @@ def test_speed_model_ranks_the_80gb_settings_as_an_h100_ran_them():
     assert predicted == sorted(measured, key=lambda s: -measured[s]), predicted
     conf = dict(train.default_config(), ema=False)
     assert memory.plan_fit(conf, cfg, 79.1)[:3] == (32, 1, 'vit,layers.*.attn')
-    # the same day (docs/fit_2026-12-05_h100_48_24.log): 48 GB, bf16 weights, 16 x 2 ViT 52.0 against the earlier
+    # the same day (docs/logs/fit_2026-12-05_h100_48_24.log): 48 GB, bf16 weights, 16 x 2 ViT 52.0 against the earlier
     # pick 8 x 4 none 49.2
     assert memory.plan_fit(dict(conf, param_dtype='bfloat16'), cfg, 47.5)[:3] == (16, 2, 'vit')
-    # 24 GB LoRA (H100, docs/fit_2026-12-05_h100_lora32.log and _48_24.log): 32 x 1 with full recompute 53.3 samples/s
+    # 24 GB LoRA (H100, docs/logs/fit_2026-12-05_h100_lora32.log and _48_24.log): 32 x 1 with full recompute 53.3 samples/s
     # against the earlier pick 8 x 4 with ViT + attention 30.4; the larger micro-batches that ran out of memory there
     # do not fit the account (test_memory_plan_reproduces_its_h200_measurements)
     lora = dict(conf, lora=True)
     assert memory.step_ms(cfg, 32, 1, 'full', lora=True) < memory.step_ms(cfg, 8, 4, 'vit,layers.*.attn', lora=True)
     assert memory.plan_fit(lora, cfg, 23.6)[:3] == (32, 1, 'full')
     assert {c[1] for c in memory.fit_candidates(dict(lora, micro_batch=12), cfg, 79.1)} == {12, 6, 4, 3, 2, 1}
-    # the H200 ran LoRA 8 x 4 (ViT + attention recomputed) at 874 ms per step (docs/fit_2026-12-01.log: 36.6 samples/s);
+    # the H200 ran LoRA 8 x 4 (ViT + attention recomputed) at 874 ms per step (docs/logs/fit_2026-12-01.log: 36.6 samples/s);
     # and, not used in fitting, an H100 ran LoRA 32 x 1 with full recompute at 600 ms (53.3 samples/s), which the model
     # gives at the H100/H200 ratio memory.py's comment derives (1.110)
     assert abs(memory.step_ms(cfg, 8, 4, 'vit,layers.*.attn', lora=True) / 874 - 1) < 0.05

@@ -2,7 +2,7 @@
 # Prepared 2026-12-05 (session 12) for a device call on an H200 (issue 17; run with kind nvidia-h200), not run yet.
 # The README's headline inference figure is the H200's 20.2-20.3 ms of 2026-12-02, measured before the grouped
 # attention took bf16 logits when no gradient is taken (an H100 gained 0.6 ms from it, 21.4 -> 20.8;
-# docs/infer_2026-12-05_h100.log). 1. bench.py --infer=True on the H200 as committed, with the max-autotune row
+# docs/logs/infer_2026-12-05_h100.log). 1. bench.py --infer=True on the H200 as committed, with the max-autotune row
 # (inductor's GEMM autotuning for the expert's small-M matmuls, never measured). 2. the max-autotune GPU test.
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Prepared 2026-12-05 (session 11) for a device call (issue 18); ran in session 12 on an H100 (docs/fit_2026-12-05_h100.log)
+# Prepared 2026-12-05 (session 11) for a device call (issue 18); ran in session 12 on an H100 (docs/logs/fit_2026-12-05_h100.log)
 # under the constants described here, since replaced (memory.py). The 80 GB plan. memory.plan_fit picks
 # micro-batch 8 x 4 with no recompute for an 80 GB GPU (48.7 samples/s under the cap on the H200,
-# docs/fit_2026-12-01.log); its speed model ranks next 32 x 1 with ViT + attention recompute, 16 x 2 with ViT
+# docs/logs/fit_2026-12-01.log); its speed model ranks next 32 x 1 with ViT + attention recompute, 16 x 2 with ViT
 # recompute, 16 x 2 with ViT + attention, 8 x 4 with ViT (570, 578, 581, 588, 601 ms per step and 67.1, 77.0, 73.5,
 # 71.2, 63.4 GiB predicted by memory.fit_candidates as bench.py calls it, fp32 master weights, no EMA; computed on a
 # CPU on 2026-12-05). The predicted times lie within 5%: measure the first five under the

@@ -4,7 +4,7 @@
 # memory to the next): 80 GB (fp32 master weights, micro-batch 32 with ViT + attention recompute; an H100 ran it at
 # 50.6 samples/s, goal 55), 48 GB (bf16 weights, 16 x 2 with ViT; H100 52.0) and 24 GB (LoRA, 32 x 1 with full
 # recompute; H100 53.3 where the earlier pick 8 x 4 gave 30.4). The H200's earlier picks: 48.7 / 52.1 / 36.6
-# (docs/fit_2026-12-01.log).
+# (docs/logs/fit_2026-12-01.log).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 for g in 80 48 24; do

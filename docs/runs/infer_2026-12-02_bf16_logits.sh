@@ -1,6 +1,6 @@
 #!/bin/bash
-# RAN 2026-12-02 session 5 as written (log docs/infer_2026-12-02_bf16_logits.log); .gpu/common.sh is
-# docs/closed_loop/device_setup.sh, .gpu/k_attn.py docs/k_attn.py, .gpu/grouped_bf16.patch docs/grouped_bf16.patch
+# RAN 2026-12-02 session 5 as written (log docs/logs/infer_2026-12-02_bf16_logits.log); .gpu/common.sh is
+# docs/closed_loop/device_setup.sh, .gpu/k_attn.py docs/runs/k_attn.py, .gpu/grouped_bf16.patch docs/logs/grouped_bf16.patch
 # prepared 2026-12-02 session 4 for the next session's first call (issue 17; not yet run):
 # 1. k_attn.py: the grouped logits product alone at pi05's batch-1 shape: fp32 FFMA (today) vs bf16 GEMM with fp32
 #    output (torch.bmm out_dtype) vs TF32, with errors against fp64

@@ -2,9 +2,9 @@
 at depth 2 (SigLIP depth 2), eager on a CPU, bf16 compute, fp32 master weights, micro-batch 6 minus micro-batch 2
 (which cancels what does not grow with the batch). Parameters are not counted. Written 2026-12-05 (session 12) to ask
 whether LoRA stores more than memory.py's ACT_LORA = 0.79 of full training once the Gemma MLP is recomputed (LoRA at
-micro-batch 32 with it ran out of memory under a 24 GB cap, docs/fit_2026-12-05_h100_48_24.log). Output:
+micro-batch 32 with it ran out of memory under a 24 GB cap, docs/logs/fit_2026-12-05_h100_48_24.log). Output:
 docs/z_lora_saved_bytes.txt. Eager counts, not the compiled graphs' (which save other tensors).
-    python docs/z_lora_saved_bytes.py"""
+    python docs/runs/z_lora_saved_bytes.py"""
 import os
 import sys
 

@@ -1,7 +1,7 @@
-"""The fused-clip trick measured alone (docs/clip_2026-12-01.log): pi05's trainable fp32 parameters with random
+"""The fused-clip trick measured alone (docs/logs/clip_2026-12-01.log): pi05's trainable fp32 parameters with random
 gradients, the clip folded into fused AdamW's grad_scale vs fused AdamW + clip_grad_norm_ vs foreach AdamW. GPU.
 
-    PYTHONPATH=. python docs/clip_bench.py
+    PYTHONPATH=. python docs/runs/clip_bench.py
 """
 import statistics, torch, model as M
 torch.manual_seed(0)

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Ran 2026-12-05 (session 13) on one H100 as written: docs/fit_2026-12-05_h100_lora32.log, docs/pi05_libero_80gb_2026-12-05_h100.log. memory.py has no LORA_MAX_MICRO since (LoRA fits up to MAX_MICRO).
+# Ran 2026-12-05 (session 13) on one H100 as written: docs/logs/fit_2026-12-05_h100_lora32.log, docs/pi05_libero_80gb_2026-12-05_h100.log. memory.py has no LORA_MAX_MICRO since (LoRA fits up to MAX_MICRO).
 # (the sed below does nothing now: memory.py has no LORA_MAX_MICRO; a rerun measures the account's current 24 GB picks)
 # Prepared 2026-12-05 (session 12) for a device call (issue 18), not run yet.
-# 1. Why LoRA at micro-batch 32 ran out of memory under the 24 GB cap (docs/fit_2026-12-05_h100_48_24.log: 22.0 and
+# 1. Why LoRA at micro-batch 32 ran out of memory under the 24 GB cap (docs/logs/fit_2026-12-05_h100_48_24.log: 22.0 and
 #    18.4 GiB predicted; the second may only have inherited the first's memory): with memory.LORA_MAX_MICRO lifted to
 #    32, each of the first three 24 GB settings in a process of its own.
 # 2. train.py's 80 GB fit with EMA on (config/pi05_libero.py): the new speed model picks micro-batch 32 with ViT and

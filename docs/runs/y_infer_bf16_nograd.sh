@@ -1,7 +1,7 @@
 #!/bin/bash
 # Prepared 2026-12-05 (session 11) for a device call (issue 17), not run yet: the grouped denoising attention takes
 # its logits from a bf16 GEMM with fp32 output when no gradient is taken (plain sampling) and keeps the fp32 product
-# where real-time chunking differentiates through q and k (the 2026-12-02 version, docs/grouped_bf16.patch, used the
+# where real-time chunking differentiates through q and k (the 2026-12-02 version, docs/logs/grouped_bf16.patch, used the
 # bf16 GEMM everywhere: 19.6 ms instead of 20.2 at batch 1, but guided calls failed since that bmm has no derivative).
 # 1. python bench.py --infer=True with the bf16 branch switched off (the baseline, on this machine), then as
 #    committed: keep the change if the batch-1 grouped row gains
