@@ -87,7 +87,8 @@ def fit(prefix, N, steps, stem, posemb, readout):
     first = np.r_[True, SEe[1:] != SEe[:-1]]
     idx = np.flatnonzero(np.isin(SEED, np.unique(SEED)[:N]))
     gm, gs = G[idx].mean(0), G[idx].std(0) + 1e-6
-    net = Tower(stem, posemb, readout)
+    dev = 'cuda' if torch.cuda.is_available() else 'cpu'  # (CUDA added after the CPU runs, for the device call)
+    net = Tower(stem, posemb, readout).to(dev)
     opt = torch.optim.AdamW(net.parameters(), 1e-3, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, 1e-3, total_steps=steps, pct_start=0.05)
     Xt, Gt = torch.from_numpy(X[idx]), torch.from_numpy((G[idx] - gm) / gs)
@@ -95,13 +96,13 @@ def fit(prefix, N, steps, stem, posemb, readout):
     t0 = time.time()
     for _ in range(steps):
         b = torch.randint(len(idx), (32,), generator=g)
-        loss = F.mse_loss(net(Xt[b]), Gt[b])
+        loss = F.mse_loss(net(Xt[b].to(dev)), Gt[b].to(dev))
         opt.zero_grad(); loss.backward(); opt.step(); sched.step()
     net.eval()
 
     @torch.no_grad()
     def error(Xa, Ga):
-        out = torch.cat([net(torch.from_numpy(Xa[i:i + 256])) for i in range(0, len(Xa), 256)]).numpy() * gs + gm
+        out = torch.cat([net(torch.from_numpy(Xa[i:i + 256]).to(dev)).cpu() for i in range(0, len(Xa), 256)]).numpy() * gs + gm
         return np.linalg.norm(out - Ga, axis=1)
     e, et = error(Xe, Ge), error(X[idx], G[idx])
     base = np.linalg.norm(gm - Ge, axis=1)  # the training mean as the prediction
