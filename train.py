@@ -144,8 +144,9 @@ def check_config(conf):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
     patch = M.configs[conf['model_name']].patch
-    if conf['image_size'] is not None and (not isinstance(conf['image_size'], int) or conf['image_size'] % patch):
-        raise ValueError(f"image_size={conf['image_size']!r}: expected a multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
+    size = conf['image_size']
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1 or size % patch):
+        raise ValueError(f"image_size={conf['image_size']!r}: expected a positive multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
     if conf['vision_stem'] == 'conv' and patch & (patch - 1):
         raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: model_name={conf['model_name']!r} has "
                          f"patch {patch}, not a power of two; use vision_stem='patch' or another model_name")
@@ -163,7 +164,7 @@ def check_config(conf):
                      ('synthetic_episodes', 0), ('ckpt_interval', -1)):
         if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < low:
             raise ValueError(f"{key}={conf[key]!r}: expected an int >= {low}")
-    for key in ('action_horizon', 'max_token_len', 'image_size'):
+    for key in ('action_horizon', 'max_token_len'):
         if conf[key] is not None and (not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1):
             raise ValueError(f"{key}={conf[key]!r}: expected a positive int, or None for the model config's")
     if not isinstance(conf['val_fraction'], float) or not 0 < conf['val_fraction'] < 1:
