@@ -4,4 +4,5 @@
 # Why: the GPU pipeline probe (z_m) put reach's first-frame goal placement at the tower's own (18-19%) once the
 # policy trains at all, so what is left for reach is how many goals it sees; with the patch stem 200 per task did not
 # move MT10 (67%), with the conv stem it has not run.
-EPISODES=200 TRAIN_END=${TRAIN_END:-500} EVAL_END=${EVAL_END:-595} RUNS="A:42: B:1:" bash docs/closed_loop/w_e_mt10_runs.sh
+# RUNS="A:42:" alone fits a call with less device time left (TRAIN_END=470 EVAL_END=530).
+EPISODES=200 TRAIN_END=${TRAIN_END:-500} EVAL_END=${EVAL_END:-595} RUNS=${RUNS:-"A:42: B:1:"} bash docs/closed_loop/w_e_mt10_runs.sh
