@@ -146,7 +146,7 @@ def check_config(conf):
     patch = M.configs[conf['model_name']].patch
     size = conf['image_size']
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1 or size % patch):
-        raise ValueError(f"image_size={conf['image_size']!r}: expected a positive multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
+        raise ValueError(f"image_size={size!r}: expected a positive multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
     if conf['vision_stem'] == 'conv' and patch & (patch - 1):
         raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: model_name={conf['model_name']!r} has "
                          f"patch {patch}, not a power of two; use vision_stem='patch' or another model_name")
