@@ -79,7 +79,8 @@ class Tower(nn.Module):
 
 
 def fit(prefix, N, steps, stem, posemb, readout):
-    torch.manual_seed(0)
+    seed = int(os.environ.get('PROBE_SEED', 0))  # the init's and the batches' seed (added 2026-12-06, session 16)
+    torch.manual_seed(seed)
     tr, ev = np.load(f'{prefix}_train.npz'), np.load(f'{prefix}_eval.npz')
     X, S, G, SEED = tr['images'], tr['states'][:, :3], tr['goals'], tr['seeds']
     Xe, Se, Ge, SEe = ev['images'], ev['states'][:, :3], ev['goals'], ev['seeds']
@@ -92,7 +93,7 @@ def fit(prefix, N, steps, stem, posemb, readout):
     opt = torch.optim.AdamW(net.parameters(), 1e-3, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, 1e-3, total_steps=steps, pct_start=0.05)
     Xt, Gt = torch.from_numpy(X[idx]), torch.from_numpy((G[idx] - gm) / gs)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seed)
     t0 = time.time()
     for _ in range(steps):
         b = torch.randint(len(idx), (32,), generator=g)
@@ -106,7 +107,7 @@ def fit(prefix, N, steps, stem, posemb, readout):
         return np.linalg.norm(out - Ga, axis=1)
     e, et = error(Xe, Ge), error(X[idx], G[idx])
     base = np.linalg.norm(gm - Ge, axis=1)  # the training mean as the prediction
-    print(f'{stem} stem, posemb {posemb}, readout {readout}: N={N} goals ({len(idx)} frames), {steps} steps, '
+    print(f'{stem} stem, posemb {posemb}, readout {readout}, seed {seed}: N={N} goals ({len(idx)} frames), {steps} steps, '
           f'{time.time() - t0:.0f}s: train frames within 5 cm {np.mean(et < 0.05):.0%} | held-out seeds: within 5 cm '
           f'{np.mean(e < 0.05):.0%} of frames (median {np.median(e) * 100:.1f} cm), first frames {np.mean(e[first] < 0.05):.0%} '
           f'(median {np.median(e[first]) * 100:.1f} cm) | the training mean: first frames {np.mean(base[first] < 0.05):.0%} '
