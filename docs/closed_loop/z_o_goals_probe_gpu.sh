@@ -10,9 +10,7 @@ python3 docs/closed_loop/d1_goal_probe.py collect reach-v3 0 400 ${P}_train.npz 
 python3 docs/closed_loop/d1_goal_probe.py collect reach-v3 10000 100 ${P}_eval.npz >> $L/collect.txt 2>&1; wait
 el "data $(ls /tmp/probe | grep -c npz) files"
 # first: do EGL here and osmesa on the CPU render the same first frames? (ae_render_compare.py; the CPU's are committed)
-PYTHONPATH=. python3 docs/closed_loop/ae_render_compare.py dump $L/reach_first_frames_egl.npz > $L/render.txt 2>&1
-PYTHONPATH=. python3 docs/closed_loop/ae_render_compare.py compare $L/reach_first_frames_egl.npz \
-  docs/closed_loop/ae/reach_first_frames_osmesa.npz >> $L/render.txt 2>&1; cat $L/render.txt
+T0=$T0 bash docs/closed_loop/z_p_render_compare.sh > $L/render.txt 2>&1; cat $L/render.txt  # writes the npz to $OUT
 B=docs/closed_loop/ab_pipeline_probe.py
 run() { local name=$1; shift; timeout $(left 330) "$@" > $L/$name.txt 2>&1; el "$name: $(grep -h 'within' $L/$name.txt | sed 's/.*: train/train/' | head -n 1)"; }
 for n in 50 200 400; do run tower_n$n python3 docs/closed_loop/ab_posemb_probe.py $P $n 1500 conv learn pool & done
