@@ -419,10 +419,14 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     attn_impl's attention with 'flex' (no FlexAttention backward) and runs 'grouped' (its guidance too)."""
     from torch._dynamo.utils import counters
     import torch._dynamo
-    cfg = replace(CFG, depth=3, heads=4, kv_heads=2, action_horizon=40)  # grouped heads (pi05: 8 per K/V head)
+    cfg = replace(CFG, depth=3, heads=4, kv_heads=2, action_horizon=43)  # grouped heads (pi05: 8 per K/V head)
     m, b = make_model(cfg), make_batch(cfg)
     x0, _ = noise_time(cfg, seed=8)
     ref = m.sample_actions(b, noise=x0)
+    with torch.no_grad():  # 72 prefix + 43 action keys: 'grouped' pads the cached prefix with 5 masked keys
+        prefix_keys = {kind: m.prefix_cache(b, kind)['kv'][0][0].shape[1] for kind in ('eager', impl)}
+    assert prefix_keys['eager'] + cfg.action_horizon == 115
+    assert prefix_keys[impl] == (120 - cfg.action_horizon if impl == 'grouped' else 72), prefix_keys
     used, attention = [], M.attention
     monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, kind: used.append(kind) or attention(q, k, v, mask, kind))
     assert_close(m.sample_actions(b, noise=x0, denoise_attn=impl), ref, f'{impl} denoising attention vs eager')
