@@ -198,9 +198,11 @@ def attention(q, k, v, mask, impl):
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=Dh ** -0.5, enable_gqa=True)
     elif impl == 'grouped':  # short queries (the denoising steps): the query heads of one K/V head stacked as the rows
         # of one matrix, so each K/V head is read once by two small GEMMs (no repeated K/V, no attention kernel that
-        # gives 50 queries one block per head); logits, mask and softmax in fp32 as the reference
-        G, Tk = Hq // k.shape[1], k.shape[2]
-        qg = q.reshape(B, -1, G * Tq, Dh)
+        # gives 50 queries one block per head); logits, mask and softmax in fp32 as the reference. The rows are in
+        # (query, head) order, the layout q arrives in and o leaves in: with one K/V head (pi05) neither is copied
+        Hkv, Tk = k.shape[1], k.shape[2]
+        G = Hq // Hkv
+        qg = q.transpose(1, 2).reshape(B, Tq, Hkv, G, Dh).transpose(1, 2).reshape(B, Hkv, Tq * G, Dh)
         grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
         if q.is_cuda and q.dtype == k.dtype == torch.bfloat16 and not grad:
             # plain sampling: bf16 products summed in fp32 by the tensor cores give the reference's fp32 logits
@@ -209,8 +211,9 @@ def attention(q, k, v, mask, impl):
             logits = torch.bmm(qg.flatten(0, 1), k.flatten(0, 1).transpose(-1, -2), out_dtype=torch.float32)
         else:
             logits = torch.matmul(qg.float(), k.float().transpose(-1, -2))
-        p = torch.softmax(logits.view(B, -1, G, Tq, Tk) * Dh ** -0.5 + mask[:, :, None], dim=-1).to(v.dtype)
-        o = torch.matmul(p.view(B, -1, G * Tq, Tk), v).view(B, Hq, Tq, Dh)
+        p = torch.softmax(logits.view(B, Hkv, Tq, G, Tk) * Dh ** -0.5 + mask[:, :, :, None], dim=-1).to(v.dtype)
+        o = torch.matmul(p.view(B, Hkv, Tq * G, Tk), v)
+        return o.view(B, Hkv, Tq, G, Dh).transpose(1, 2).reshape(B, Tq, Hq * Dh)
     elif impl == 'flex':
         from torch.nn.attention.flex_attention import flex_attention
         if Tq < 128 and k.shape[1] != Hq:  # short queries (flex decoding) would pack a K/V head's query heads into one
