@@ -56,6 +56,7 @@ fit_gpu = ''               # with fit: only the GPU sizes whose name contains th
 fit_skip = 0               # with fit: start after the first n settings (one setting per process: a row that ran
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
+infer_variants = 'separate,fused,grouped,flex'  # with infer: which CUDA-graphed variants to time (a subset: faster)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
@@ -383,6 +384,14 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     with max-autotune at the first two batch sizes.
     Returns markdown rows."""
     import serve
+    variants = {'separate': 'separate projections', 'fused': 'fused projections',
+                'grouped': 'fused projections, grouped denoising attention',
+                'flex': 'fused projections, flex denoising attention'}
+    chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
+    if not chosen or set(chosen) - set(variants):
+        raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
+    if infer_autotune and 'fused' not in chosen:
+        raise ValueError(f"infer_autotune compares with the fused row: add 'fused' to infer_variants={infer_variants!r}")
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
     model = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16 if device == 'cuda' else torch.float32)
@@ -444,14 +453,15 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs = {}  # each variant's replay at the last batch size
-        for name in ('separate projections', 'fused projections', 'fused projections, grouped denoising attention',
-                     'fused projections, flex denoising attention'):
+        compiled = fused_sampler = direct = replay = None
+        for name in [variants[v] for v in variants if v in chosen]:
             fused = name != 'separate projections'
-            if name == 'fused projections':
+            if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
             attn = 'flex' if 'flex' in name else 'grouped' if 'grouped' in name else None
-            sampler = serve.GraphedSampler(model, compile=not fused, fuse=False,  # compile_inference once; new graphs
+            sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
+            compiled = True
             try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
                     row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}',

@@ -921,3 +921,17 @@ def test_bench_default_row_is_train_defaults():
     differ = {k: (v, defaults[k]) for k, v in settings.items() if k in defaults and v != defaults[k]}
     assert not differ, f'the default row differs from train.py: {differ}'
     assert {k: settings[k] for k in bench.REFERENCE} == bench.REFERENCE
+
+
+def test_bench_checks_its_inference_variants_before_building_a_model(monkeypatch):
+    """`bench.py --infer=True --infer_variants=...` names a subset of the CUDA-graphed rows; a wrong name, or the
+    autotuned row without the fused row it compares with, is refused before pi05 is built."""
+    import bench
+    monkeypatch.setattr(bench.M, 'build', lambda *a, **k: pytest.fail('a model was built'))
+    monkeypatch.setattr(bench, 'infer_variants', 'grouped,fast')
+    with pytest.raises(ValueError, match="infer_variants='grouped,fast': a comma-separated subset of separate,fused,grouped,flex"):
+        bench.infer_table([40], 'cpu')
+    monkeypatch.setattr(bench, 'infer_variants', 'grouped')
+    monkeypatch.setattr(bench, 'infer_autotune', True)
+    with pytest.raises(ValueError, match="add 'fused'"):
+        bench.infer_table([40], 'cpu')
