@@ -6,7 +6,8 @@
 #           cuBLAS 2-element-aligned rows: two sm80 WMMA kernels, 180 calls each, 2.5 ms of the 21.8 ms call on the
 #           H100, docs/logs/infer_2026-12-06_h100.log), and the rows in (query, head) order (no transpose copy);
 #   before: the same tree with z_s_grouped_layout.patch reversed (model.py of commit 4484688).
-# Then the GPU tests of the grouped attention and of serving's batch-1 replay. ~6-7 min in all.
+# Then the GPU tests of the grouped attention and of serving's batch-1 replay, and z_t_attention_shapes.py (training's
+# attention at 626 / 632 / 640 keys, with and without the mask; issue 18). ~7-8 min in all.
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 run() { # name dir: bench.py's fused and grouped rows, 50 calls at batch 1
@@ -20,4 +21,6 @@ run now . 230
 run before $B 420
 timeout $(left 540) python3 -m pytest -q test_equivalence.py test_serve.py -k "TestGPU and (grouped or replay or real_time)" \
   > $L/gpu_tests.txt 2>&1; el "gpu tests"; tail -n 3 $L/gpu_tests.txt
+timeout $(left 590) python3 docs/runs/z_t_attention_shapes.py > $L/attention_shapes.txt 2>&1; el "attention shapes"
+cat $L/attention_shapes.txt | cut -c1-220
 cd $OUT && tar czf logs.tgz logs && rm -rf logs
