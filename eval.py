@@ -48,7 +48,8 @@ tasks = 'mt10'             # metaworld: mt10 | mt50 | comma-separated names (rea
 trials = 0                 # metaworld / libero: episodes per task; 0: the benchmark's protocol (10 / 50)
 replan = 5                 # actions executed from each chunk before asking again
 delay = 0                  # synthetic: simulated inference delay, steps the robot runs the old chunk meanwhile
-rtc = False                # synthetic: real-time chunking, the request carries the old chunk's rest and the delay
+rtc = False                # real-time chunking: each request carries the old chunk's rest (and, synthetic, the delay;
+                           # metaworld: delay 0), so the new chunk is guided to continue it
 max_steps = 0              # steps per episode; 0: synthetic 60 (the expert needs 20-37), metaworld 400
 image_size = 0             # synthetic / metaworld: rendered camera side; 0: the policy's own image size
 workers = 1                # metaworld: processes running episodes against the one server (a task each, or parts of
@@ -146,7 +147,7 @@ def metaworld_task(job, on_episode=None):
     try:
         for k in range(job['first'], job['first'] + job['trials']):
             env_.reset(job['seed'] + k)
-            frames, plan = [], []
+            frames, plan, rest = [], [], None
             for t in range(job['max_steps']):
                 views = env_.images()
                 if k == 0 and t % 4 == 0:
@@ -156,7 +157,10 @@ def metaworld_task(job, on_episode=None):
                 elif not plan:
                     obs = {keys['image']: views[0], keys['wrist_image']: views[1], keys['state']: env_.state(),
                            keys['prompt']: env_.instruction}
-                    plan = list(np.asarray(client.infer(obs)['actions'])[:job['replan']])
+                    if job.get('rtc') and rest is not None and len(rest):  # the old chunk's unexecuted actions
+                        obs.update(prev_chunk=rest, delay=0)
+                    chunk = np.asarray(client.infer(obs)['actions'])
+                    plan, rest = list(chunk[:job['replan']]), chunk[job['replan']:].astype(np.float32)
                 if env_.step(plan.pop(0)):
                     break
             if k == 0:
@@ -184,14 +188,15 @@ def metaworld_jobs(task_names, trials, workers, baseline='', **common):
 
 
 def run_metaworld(address, task_names, trials=10, replan=5, max_steps=400, size=128, workers=1, api_key=None,
-                  seed=sim.EVAL_SEED, baseline='', progress=True):
+                  seed=sim.EVAL_SEED, baseline='', progress=True, rtc=False):
     """Every task's `trials` episodes (seeds seed, seed + 1, ...) against the policy server at address (host, port),
     or a baseline ('random' | 'expert'), in `workers` processes: a task each, and with more processes than tasks a
     task's episodes split among several (an episode depends on its seed alone, except with 'random', which draws one
-    stream per task: its tasks stay whole). Returns one dict per episode, in task and episode order."""
+    stream per task: its tasks stay whole). rtc: real-time chunking with no delay, every request after an episode's
+    first carries the previous chunk's unexecuted actions. Returns one dict per episode, in task and episode order."""
     import multiprocessing as mp
     jobs = metaworld_jobs(task_names, trials, workers, baseline, address=address, api_key=api_key, replan=replan,
-                          max_steps=max_steps, size=size, seed=seed)
+                          max_steps=max_steps, size=size, seed=seed, rtc=rtc)
     rows = []
     with tqdm(total=len(task_names) * trials, desc='episodes', disable=not progress) as bar:
         def done(new):
@@ -305,8 +310,11 @@ if __name__ == '__main__':
     if trials < 0 or workers < 1:
         raise SystemExit(f'eval.py: trials={trials}, workers={workers}: expected trials >= 0 (0: the benchmark\'s '
                          f'protocol) and workers >= 1')
-    if (delay or rtc) and env != 'synthetic':
-        raise SystemExit('eval.py: --delay and --rtc simulate inference delay on the synthetic task only')
+    if delay and env != 'synthetic' or rtc and env == 'libero':
+        raise SystemExit('eval.py: --delay simulates inference delay on the synthetic task only, and --rtc runs on the '
+                         'synthetic task and Meta-World')
+    if rtc and baseline:
+        raise SystemExit('eval.py: --rtc guides a policy\'s chunks; a baseline has none')
     local, client, address = None, None, None
     if baseline:
         if env != 'metaworld' or baseline not in ('random', 'expert') or ckpt or server:
@@ -352,7 +360,7 @@ if __name__ == '__main__':
         rows = run_libero(client.infer, keys, suite, trials or 50, replan, 7 if seed < 0 else seed)
     elif env == 'metaworld':
         rows = run_metaworld(address, task_names, trials or 10, replan, max_steps or sim.MAX_STEPS, size, workers,
-                             api_key or None, seed=sim.EVAL_SEED if seed < 0 else seed, baseline=baseline)
+                             api_key or None, seed=sim.EVAL_SEED if seed < 0 else seed, baseline=baseline, rtc=rtc)
     else:
         n_obj = objects or (meta.get('sim') or {}).get('objects', 3)
         rows = run_synthetic(client.infer, keys, episodes, replan, max_steps or 60, size, 1000 if seed < 0 else seed,
@@ -389,5 +397,5 @@ if __name__ == '__main__':
               f"(delay {delay}, {'real-time chunking' if rtc else 'no real-time chunking'})")
     rate = np.mean([r['success'] for r in rows])
     print(f"success rate {rate:.1%} ({sum(r['success'] for r in rows)} of {len(rows)} episodes, {env}"
-          f"{' ' + suite if env == 'libero' else ''}, replan every {replan}) in {time.perf_counter() - t0:.0f} s | "
+          f"{' ' + suite if env == 'libero' else ''}, replan every {replan}{', real-time chunking' if rtc else ''}) in {time.perf_counter() - t0:.0f} s | "
           f"{os.path.join(out_dir, 'episodes.csv')}")

@@ -90,6 +90,22 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     lines = ev.task_table(rows)
     assert lines[-1].startswith('| **average (2 tasks)** | | **100.0%**'), lines
 
+    # real-time chunking (eval.py --rtc): every request after an episode's first carries the actions of the previous
+    # reply that were not executed (the 5 after the 5 run), with delay 0
+    policy = Replay(prepared)
+    server = serve.PolicyServer(policy, '127.0.0.1', 0).start()
+    try:
+        rows = ev.run_metaworld(('127.0.0.1', server.port), tasks[:1], trials=1, size=size, seed=sim.DEMO_SEED,
+                                progress=False, rtc=True)
+    finally:
+        server.stop()
+    assert rows[0]['success'] == 1 and len(policy.seen) >= 3
+    assert 'prev_chunk' not in policy.seen[0][1]
+    for (before, _), (frame, obs) in zip(policy.seen, policy.seen[1:]):
+        want = policy.actions[np.minimum(np.arange(before + 5, before + 10), policy.episodes[obs['prompt']][0][1] - 1)]
+        np.testing.assert_array_equal(obs['prev_chunk'], want.astype(np.float32))
+        assert obs['delay'] == 0 and frame == before + 5
+
 
 def test_metaworld_evaluation_jobs_cover_every_episode_once():
     """eval.metaworld_jobs: every (task, episode) exactly once, in contiguous parts when there are more processes than
