@@ -381,7 +381,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
-    with max-autotune at the first two batch sizes.
+    with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
     Returns markdown rows."""
     import serve
     variants = {'separate': 'separate projections', 'fused': 'fused projections',
@@ -439,6 +439,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         return lambda: sampler(b, noise, (guide, weights, 5.0))
 
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
+    print('\n'.join(rows), flush=True)  # each row prints as it is timed: a log cut short keeps its columns
     rtc_n = max(3, infer_calls // 5)
     with torch.no_grad():
         b, noise = inputs(1)

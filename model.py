@@ -721,7 +721,7 @@ class Pi05(nn.Module):
         impl = denoise_attn or self.attn_impl(actions_only=True, inference=True)
         keys = torch.cat([valid, valid.new_ones(B, H)], 1)
         pad = -keys.shape[1] % 8 if impl == 'grouped' else 0
-        if pad:  # masked zero keys after the prefix: a key count that is a multiple of 8 lets cuBLAS run the grouped
+        if pad:  # masked zero keys after the prefix: a key count that is a multiple of 8 should let cuBLAS run the grouped
             # attention's two products with its 16-byte-aligned kernels (Tp + 50 keys gave 2-element-aligned ones)
             kv = [(F.pad(k, (0, 0, 0, 0, 0, pad)), F.pad(v, (0, 0, 0, 0, 0, pad))) for k, v in kv]
             keys = torch.cat([valid, valid.new_zeros(B, pad), valid.new_ones(B, H)], 1)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared 2026-12-05 (session 13) for a device call (issue 16), not run yet. First the GPU test of SigLIP's attention
+# Prepared 2026-12-05 (session 13) for a device call (issue 16); ran 2026-12-06 (session 17) on an H100: docs/closed_loop/af_results.txt. First the GPU test of SigLIP's attention
 # at 64 keys (model.sdpa_without_cudnn_nan leaves cuDNN out there: its SM90 backward makes NaN query gradients at key
 # lengths of 64 mod 128 when a row's logsumexp is below -88.7, pytorch issue 196678), which also prints whether cuDNN
 # itself makes them on this GPU. Then the 57M-parameter 'medium' shape on MT10 to the end of config/metaworld.py's

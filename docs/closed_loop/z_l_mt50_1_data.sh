@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared 2026-12-05 (session 13) for the device (issue 16: "once MT10 works, run MT50 the same way"), not run yet.
+# Prepared 2026-12-05 (session 13) for the device (issue 16: "once MT10 works, run MT50 the same way"); ran 2026-12-06 (session 17) on an H100: docs/closed_loop/af_results.txt.
 # MT50 does not fit one call, so two calls chained on the same warm machine (within its 30 s idle release; what a
 # call leaves under data_cache/ and out/ stays on a warm machine): this one writes and prepares MT50 x 50
 # demonstrations at 128 px (2500 episodes; MT10's 500 took ~45 s with 16 processes, so ~4-5 min), then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared 2026-12-05 (session 13), not run yet: the second of two chained calls (see z_l_mt50_1_data.sh, which must
+# Prepared 2026-12-05 (session 13), ran 2026-12-06 (session 17) on an H100 (docs/closed_loop/af_results.txt): the second of two chained calls (see z_l_mt50_1_data.sh, which must
 # have run on this same warm machine). config/metaworld.py on MT50 x 50 demonstrations, 6000 iterations as on MT10
 # (about 4 passes over MT50's frames where MT10 gets 20), seed 42, alone on the GPU; then the last checkpoint's EMA
 # weights, noise seed 0, 10 episodes per task at the evaluation seeds (500 episodes, 16 processes).

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared 2026-12-05 (session 12) for a device call on an H200 (issue 17; run with kind nvidia-h200), not run yet.
+# Prepared 2026-12-05 (session 12) for a device call on an H200 (issue 17; run with kind nvidia-h200); ran 2026-12-06 (session 17) on an H100: docs/closed_loop/af_results.txt.
 # The README's headline inference figure is the H200's 20.2-20.3 ms of 2026-12-02, measured before the grouped
 # attention took bf16 logits when no gradient is taken (an H100 gained 0.6 ms from it, 21.4 -> 20.8;
 # docs/logs/infer_2026-12-05_h100.log). 1. bench.py --infer=True on the H200 as committed, with the max-autotune row

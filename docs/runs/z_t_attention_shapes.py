@@ -1,7 +1,7 @@
 """Issues 18 and 17: pi05's attention at its own shapes, timed alone on the GPU (prepared 2026-12-06 session 17, not
-run yet; ~1 min). Training's profile gives cuDNN attention 47.7 ms of a 532 ms step (docs/logs/bench_2026-12-01.log),
-about 2.3 ms per Gemma layer forward + backward: ~160 TFLOP/s on the dense count, a third of what flash kernels reach
-at head dim 256. Is it the key count (512 image + 64 prompt + 50 action tokens = 626, not a multiple of 8), the
+run yet; ~1 min). Training's profile gives cuDNN attention (Gemma's and SigLIP's, forward and backward) 47.7 ms
+of a 533 ms step (docs/logs/bench_2026-12-01.log): about 175 TFLOP/s on the dense count (docs/performance.md), well
+under half of what flash kernels reach at head dim 256. Is it the key count (512 image + 64 prompt + 50 action tokens = 626, not a multiple of 8), the
 additive mask (B, 1, T, T), or GQA with one K/V head?
     python docs/runs/z_t_attention_shapes.py
 A. sdpa forward and forward + backward at micro-batch 32, 8 query heads over 1 K/V head, head dim 256, bf16, for T =
@@ -64,15 +64,18 @@ print('|---|---|---|---|---|---|---|')
 B, Hq, D = 32 // DRY, 8, 256
 for L in (64, 70, 78):
     T = 512 + L + 50
-    q = torch.randn(B, Hq, T, D, device=dev, dtype=bf, requires_grad=True)
-    k1 = torch.randn(B, 1, T, D, device=dev, dtype=bf, requires_grad=True)
-    v1 = torch.randn(B, 1, T, D, device=dev, dtype=bf, requires_grad=True)
+    # as the model passes them: (B, T, heads, D) projections seen as (B, heads, T, D)
+    q = torch.randn(B, T, Hq, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
+    k1 = torch.randn(B, T, 1, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
+    v1 = torch.randn(B, T, 1, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
+    k8 = torch.randn(B, T, Hq, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()  # K/V repeated: 8 heads
+    v8 = torch.randn(B, T, Hq, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
     mask, do = pi05_mask(B, L), torch.randn(B, Hq, T, D, device=dev, dtype=bf)
     flops = 4 * B * Hq * T * T * D * 3.5  # forward 4BHT^2D, backward 2.5x that
     for name, m in (('pi05 additive', mask), ('none', None)):
         for heads in (1, 8):
             def fwd():
-                k, v = (k1, v1) if heads == 1 else (k1.expand(B, Hq, T, D).contiguous(), v1.expand(B, Hq, T, D).contiguous())
+                k, v = (k1, v1) if heads == 1 else (k8, v8)
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=D ** -0.5, enable_gqa=heads == 1)
             def both():
                 fwd().backward(do)
