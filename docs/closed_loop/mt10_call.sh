@@ -1,7 +1,7 @@
 # sourced by the MT10 device scripts written after session 9 (w_c, w_d, w_e; the earlier ones carry such lines inline,
 # kept as they ran): the machine's setup, MT10 x 50 demonstrations written and prepared, and helpers to train runs
 # side by side and evaluate them against deadlines counted from T0 (the call's start, setup included); EPISODES
-# demonstrations per task (default 50), rendered and prepared at SIZE px (default 128)
+# demonstrations per task (default 50), rendered and prepared at SIZE px (default 128), SIM_FLAGS more sim.py flags
 TRAIN_END=${TRAIN_END:-440}; EVAL_END=${EVAL_END:-570}  # seconds from T0 at which training / evaluation are cut
 source docs/closed_loop/device_setup.sh
 L=$OUT/logs; mkdir -p $L
@@ -22,6 +22,6 @@ report() { # run names whose train_<name>.txt to summarise; then every tasks.md 
   for r in "$@"; do grep -h "parameters\|eval iter\|done:\|non-finite\|skipped\|Error" $L/train_$r.txt | cut -c1-220; done
   for d in $OUT/*/; do [ -f $d/tasks.md ] && { echo "== $d"; grep "v3\|average" $d/tasks.md | tr '\n' ' '; echo; }; done
   (cd $OUT && tar czf logs.tgz logs */episodes.csv */*.png 2>/dev/null; rm -rf logs */*.png */episodes.csv); }
-python3 sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=${EPISODES:-50} --size=${SIZE:-128} --workers=16 > $L/gen.txt 2>&1
+python3 sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=${EPISODES:-50} --size=${SIZE:-128} --workers=16 ${SIM_FLAGS:-} > $L/gen.txt 2>&1
 python3 prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=${SIZE:-128} --max_token_len=48 --workers=16 >> $L/gen.txt 2>&1
 el data; tr '\r' '\n' < $L/gen.txt | grep "kept of\|wrote" | tail -n 3 | cut -c1-150
