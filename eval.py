@@ -166,6 +166,7 @@ def metaworld_task(job, on_episode=None):
             if k == 0:
                 frames.append(env_.images()[0])
             rows.append(dict(task=job['task'], episode=k, seed=job['seed'] + k, success=int(env_.success), steps=t + 1,
+                             distance=round(env_.distance, 4), closest=round(env_.closest, 4),
                              difficulty=sim.difficulty(job['task']), frames=frames if k == 0 else None,
                              label=f"{job['task']}\n{'success' if env_.success else 'failure'}"))
             if on_episode:
@@ -370,7 +371,7 @@ if __name__ == '__main__':
     if local is not None:
         local.stop()
     fields = {'synthetic': ['episode', 'task', 'success', 'steps', 'distance', 'seam_jump', 'inner_jump'],
-              'metaworld': ['task', 'difficulty', 'episode', 'seed', 'success', 'steps'],
+              'metaworld': ['task', 'difficulty', 'episode', 'seed', 'success', 'steps', 'distance', 'closest'],
               'libero': ['episode', 'task', 'success', 'steps']}[env]
     with open(os.path.join(out_dir, 'episodes.csv'), 'w', newline='') as f:
         w = csv.DictWriter(f, fields, extrasaction='ignore')

@@ -297,7 +297,9 @@ class MetaWorld:
     """One Meta-World task as a simulator with the two cameras of the dataset: 'image', corner4 turned 180 degrees
     (the view LeRobot's Meta-World environment renders), and 'wrist_image', the gripper's own camera. State: hand
     xyz and gripper opening (obs[:4]); actions: dx, dy, dz, gripper in [-1, 1]. reset(seed) is reproducible;
-    success is Meta-World's own per-step test (info['success']); the episode never ends by itself."""
+    success is Meta-World's own per-step test (info['success']); the episode never ends by itself. distance and
+    closest: Meta-World's obj_to_target (the object's distance to its goal, reach: the hand's) after the last step,
+    and the least of it over the episode."""
 
     def __init__(self, task, size=128):
         import metaworld  # noqa: F401  (MuJoCo and its assets come with it)
@@ -316,6 +318,7 @@ class MetaWorld:
             "Sawyer" + "".join(w.capitalize() for w in task[:-3].split("-")) + "V3Policy"
         self.expert = getattr(policies, name)()
         self.obs, self.success, self.size = None, False, size
+        self.distance = self.closest = float('nan')
 
     def reset(self, seed):
         # reset(seed=...) alone keeps the previous object positions once _freeze_rand_vec is off: seed the env itself
@@ -329,7 +332,7 @@ class MetaWorld:
         # solver's warm start, hence the episode's physics, as they were)
         mujoco.mj_kinematics(self.env.model, self.env.data)
         mujoco.mj_camlight(self.env.model, self.env.data)
-        self.success = False
+        self.success, self.distance, self.closest = False, float('nan'), float('inf')
 
     def images(self):
         """uint8 (2, S, S, 3): 'image' then 'wrist_image'."""
@@ -350,6 +353,8 @@ class MetaWorld:
         """-> success (the episode's first success ends it, as LeRobot's evaluation does)."""
         self.obs, _, _, _, info = self.env.step(np.clip(np.asarray(action, np.float32), -1, 1))
         self.success = bool(info["success"])
+        self.distance = float(info["obj_to_target"])
+        self.closest = min(self.closest, self.distance)
         return self.success
 
     def close(self):

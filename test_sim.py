@@ -78,6 +78,8 @@ def test_metaworld_demos_prepare_and_replay_through_eval(tmp_path):
     finally:
         server.stop()
     assert [r['success'] for r in rows] == [1, 1, 1, 1], rows
+    assert all(0 <= r['closest'] <= r['distance'] < 0.3 for r in rows), [(r['closest'], r['distance']) for r in rows]
+    assert all(r['distance'] <= 0.05 for r in rows if r['task'] == 'reach-v3'), 'reach succeeds within 5 cm of its goal'
     images = [np.load(os.path.join(prepared, f'images_{c}.npy')) for c in range(2)]
     state = np.load(os.path.join(prepared, 'state.npy'))
     assert len(policy.seen) >= 8
