@@ -175,11 +175,30 @@ def test_choice_keys_refuse_unknown_values():
 def test_numeric_keys_out_of_range_are_named_before_anything_is_built():
     for key, bad in (('log_interval', 0), ('eval_iters', 0), ('keep_last', -1), ('ckpt_interval', -2),
                      ('micro_batch', 0), ('max_iters', True), ('action_horizon', 'abc'), ('max_token_len', 0),
-                     ('image_size', 0), ('val_fraction', 0.0), ('val_fraction', 1.0)):
+                     ('image_size', 0), ('val_fraction', 0.0), ('val_fraction', 1.0), ('patch', 0)):
         with pytest.raises(ValueError, match=f"^{key}={bad!r}: expected"):
             train.check_config(dict(train.default_config(), **{key: bad}))
     for key, edge in (('keep_last', 0), ('ckpt_interval', -1), ('eval_interval', 0), ('action_horizon', 10)):
         train.check_config(dict(train.default_config(), **{key: edge}))
+
+
+def test_patch_override_is_checked_and_reaches_the_model():
+    """patch (from scratch only) sets the vision token size: a power of two dividing the image with the conv stem; the
+    model config and the vision tower's token count follow it."""
+    conf = dict(train.default_config(), model_name='small', vision_stem='conv', init_from='scratch')
+    cfg = train.model_config(dict(conf, patch=8))
+    assert (cfg.patch, cfg.patches) == (8, 256) and train.model_config(conf).patches == 64
+    train.check_config(dict(conf, patch=8))
+    with pytest.raises(ValueError, match=r"image_size=128: expected a positive multiple of the patch size \(12\)"):
+        train.check_config(dict(conf, patch=12))
+    with pytest.raises(ValueError, match=r"vision_stem='conv' halves the image log2\(patch\) times: patch 12"):
+        train.check_config(dict(conf, image_size=120, patch=12))
+    with pytest.raises(ValueError, match=r"patch=8 changes the vision tower's shape.*init_from='scratch'"):
+        train.check_config(dict(conf, patch=8, init_from='/path/to/pi05_base'))
+    with torch.device('meta'):
+        m = M.Pi05(cfg)
+    assert len(m.vision.embeddings.conv_stem) == 6, 'three stride-2 convolutions (with their GELUs) for 8 px tokens'
+    assert m.vision.embeddings.position_embedding.num_embeddings == 256
 
 
 def test_lr_schedule_matches_openpi_pi05_libero():

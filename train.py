@@ -68,6 +68,7 @@ action_horizon = None           # H, actions per chunk; None: the model config's
 max_token_len = None            # L, prompt slots; None: the model config's (pi05: 200)
 image_size = None               # S, image side (a multiple of the patch); None: the model config's (pi05: 224)
 vision_stem = None              # 'patch' (SigLIP's) | 'conv' (stride-2 3x3 convs, for training from scratch); None: the model config's
+patch = None                    # image pixels per vision token side (from scratch only); None: the model config's (pi05: 14)
 attn = 'sdpa'                   # 'sdpa' | 'flex' | 'eager'; H200, micro-batch 32: sdpa 530 ms, flex 544 ms,
                                 # the same memory (bench.py, 2026-12-01)
 recompute = 'none'              # 'none' | 'vit' | 'full' | patterns (model.apply_recompute); H200, micro-batch 32:
@@ -143,13 +144,20 @@ def check_config(conf):
                          ('vision_stem', (None, 'patch', 'conv'))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
-    patch = M.configs[conf['model_name']].patch
-    size = conf['image_size']
-    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1 or size % patch):
-        raise ValueError(f"image_size={size!r}: expected a positive multiple of the patch size ({patch}) of model_name={conf['model_name']!r}")
-    if conf['vision_stem'] == 'conv' and patch & (patch - 1):
-        raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: model_name={conf['model_name']!r} has "
-                         f"patch {patch}, not a power of two; use vision_stem='patch' or another model_name")
+    patch = conf['patch'] or M.configs[conf['model_name']].patch
+    if conf['patch'] is not None:
+        if not isinstance(conf['patch'], int) or isinstance(conf['patch'], bool) or conf['patch'] < 1:
+            raise ValueError(f"patch={conf['patch']!r}: expected a positive int (pixels per vision token side)")
+        if conf['init_from'] not in ('scratch', 'resume'):
+            raise ValueError(f"patch={conf['patch']} changes the vision tower's shape, which {conf['init_from']!r} "
+                             f"fixes: train from scratch (init_from='scratch') or leave patch unset")
+    size = conf['image_size'] if conf['image_size'] is not None else M.configs[conf['model_name']].image_size
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1 or size % patch:
+        raise ValueError(f"image_size={size!r}: expected a positive multiple of the patch size ({patch}) of "
+                         f"model_name={conf['model_name']!r}{' and patch' if conf['patch'] else ''}")
+    if (conf['vision_stem'] or M.configs[conf['model_name']].vision_stem) == 'conv' and patch & (patch - 1):
+        raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: patch {patch} (model_name="
+                         f"{conf['model_name']!r}) is not a power of two; use vision_stem='patch' or another patch")
     if not isinstance(conf['flow_draws'], int) or isinstance(conf['flow_draws'], bool) or conf['flow_draws'] < 1:
         raise ValueError(f"flow_draws={conf['flow_draws']!r}: expected a positive int (1: openpi's single draw)")
     if conf['flow_draws'] > 1 and (conf['fp8'] or conf['fit']):
@@ -182,8 +190,9 @@ def check_config(conf):
 
 def model_config(conf, **overrides):
     """model.configs[model_name] with the fields the config sets explicitly (action_horizon, max_token_len,
-    image_size, vision_stem)."""
-    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len', 'image_size', 'vision_stem') if conf[k] is not None}
+    image_size, vision_stem, patch)."""
+    fields = {k: conf[k] for k in ('action_horizon', 'max_token_len', 'image_size', 'vision_stem', 'patch')
+              if conf[k] is not None}
     return replace(M.configs[conf['model_name']], **fields, **overrides)
 
 
