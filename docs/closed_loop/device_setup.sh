@@ -1,4 +1,4 @@
-# sourced by every device call: Meta-World's wheels and GL loaders, headless EGL; T0 (the call's start unless the
+# sourced by every device call: Meta-World's wheels and GL loaders (built here by carry_setup.sh), headless EGL; T0 (the call's start unless the
 # caller set it), el (a line stamped with the seconds since T0) and left (seconds to a deadline counted from T0, >= 1)
 T0=${T0:-$(date +%s)}
 el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
