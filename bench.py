@@ -90,6 +90,7 @@ VARIANTS = {  # single changes to the default row, for decisions: --rows=default
     'flexattn': ('default with attn=flex', dict(attn='flex')),
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
     'graphs': ('default with compile_mode=reduce-overhead', dict(compile_mode='reduce-overhead')),
+    'align8': ('default with 70 prompt slots (632 tokens, a multiple of 8; 64 slots give 626)', dict(prompt_bucket=70)),
     'lora': ('default with lora=True', dict(lora=True)),  # openpi's LoRA (its costs: memory.MS['lora'], MS['lora_micro'])
 }
 
