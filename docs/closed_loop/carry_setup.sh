@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p .whl .gl /tmp/amd64/partial
+rm -f .whl/*.whl .gl/*.deb  # two versions of one package would make device_setup.sh's pip install fail
 for p in metaworld==3.1.1 mujoco==3.3.0 gymnasium==1.4.0 farama-notifications==0.0.4 PyOpenGL==3.1.10 glfw==2.11.0 \
          websockets==17.4 torchao==0.18.0; do
   python3 -m pip download -q -d .whl --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
@@ -15,4 +16,4 @@ done
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 apt-get $o update -qq
 (cd .gl && apt-get $o download libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
-du -sh .whl .gl
+du -sh .whl .gl  # with the tracked files (~13 MB) these must stay under the 64 MiB a call carries: ~61 MiB today

@@ -10,12 +10,13 @@ source docs/closed_loop/mt10_call.sh
 train_bg A 42 $TRAIN_END
 train_bg B 1 $TRAIN_END
 wait
-for n in A B; do
+for n in A B; do  # A's pair by 490 s, so a hung evaluation leaves B's pair its time
+  d=$EVAL_END; [ $n = A ] && d=$(( EVAL_END - 100 ))
   c=$(ls -d out/mw$n/ckpt_* 2>/dev/null | sort -V | tail -n 1)
   [ -n "$c" ] || { el "$n: no checkpoint (see $L/train_$n.txt)"; continue; }
   grep -q "^done:" $L/train_$n.txt || el "$n: MID-SCHEDULE $c (the run did not end)"
-  el "$n: $c"; ev $n $c 8 $EVAL_END &
-  ev ${n}rtc $c 8 $EVAL_END --rtc=True &
+  el "$n: $c"; ev $n $c 8 $d &
+  ev ${n}rtc $c 8 $d --rtc=True &
   wait
 done
 report A B
