@@ -147,7 +147,7 @@ def metaworld_task(job, on_episode=None):
     try:
         for k in range(job['first'], job['first'] + job['trials']):
             env_.reset(job['seed'] + k)
-            frames, plan, rest = [], [], None
+            frames, plan, rest = [], [], ()
             for t in range(job['max_steps']):
                 views = env_.images()
                 if k == 0 and t % 4 == 0:
@@ -157,7 +157,7 @@ def metaworld_task(job, on_episode=None):
                 elif not plan:
                     obs = {keys['image']: views[0], keys['wrist_image']: views[1], keys['state']: env_.state(),
                            keys['prompt']: env_.instruction}
-                    if job.get('rtc') and rest is not None and len(rest):  # the old chunk's unexecuted actions
+                    if job.get('rtc') and len(rest):  # the old chunk's unexecuted actions
                         obs.update(prev_chunk=rest, delay=0)
                     chunk = np.asarray(client.infer(obs)['actions'])
                     plan, rest = list(chunk[:job['replan']]), chunk[job['replan']:].astype(np.float32)

@@ -719,12 +719,12 @@ class Pi05(nn.Module):
         B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
         impl = denoise_attn or self.attn_impl(actions_only=True, inference=True)
-        keys = torch.cat([valid, valid.new_ones(B, H)], 1)
-        pad = -keys.shape[1] % 8 if impl == 'grouped' else 0
-        if pad:  # masked zero keys after the prefix: a key count that is a multiple of 8 should let cuBLAS run the grouped
-            # attention's two products with its 16-byte-aligned kernels (Tp + 50 keys gave 2-element-aligned ones)
+        # 'grouped': masked zero keys after the prefix, a key count that is a multiple of 8 should let cuBLAS run the
+        # attention's two products with its 16-byte-aligned kernels (Tp + 50 keys gave 2-element-aligned ones)
+        pad = -(Lp + H) % 8 if impl == 'grouped' else 0
+        if pad:
             kv = [(F.pad(k, (0, 0, 0, 0, 0, pad)), F.pad(v, (0, 0, 0, 0, 0, pad))) for k, v in kv]
-            keys = torch.cat([valid, valid.new_zeros(B, pad), valid.new_ones(B, H)], 1)
+        keys = torch.cat([valid, valid.new_zeros(B, pad), valid.new_ones(B, H)], 1)
         mask = self.attn_mask(keys, Lp + pad, impl, q_start=Lp + pad)
         return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
 

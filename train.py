@@ -144,18 +144,19 @@ def check_config(conf):
                          ('vision_stem', (None, 'patch', 'conv'))):
         if conf[key] not in allowed:
             raise ValueError(f"{key}={conf[key]!r}: expected one of {allowed}")
-    patch = conf['patch'] or M.configs[conf['model_name']].patch
-    if conf['patch'] is not None:
-        if not isinstance(conf['patch'], int) or isinstance(conf['patch'], bool) or conf['patch'] < 1:
-            raise ValueError(f"patch={conf['patch']!r}: expected a positive int (pixels per vision token side)")
-        if conf['init_from'] not in ('scratch', 'resume'):
-            raise ValueError(f"patch={conf['patch']} changes the vision tower's shape, which {conf['init_from']!r} "
-                             f"fixes: train from scratch (init_from='scratch') or leave patch unset")
-    size = conf['image_size'] if conf['image_size'] is not None else M.configs[conf['model_name']].image_size
+    for key in ('action_horizon', 'max_token_len', 'patch'):
+        if conf[key] is not None and (not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1):
+            raise ValueError(f"{key}={conf[key]!r}: expected a positive int, or None for the model config's")
+    base = M.configs[conf['model_name']]
+    patch = conf['patch'] or base.patch
+    if conf['patch'] is not None and conf['init_from'] not in ('scratch', 'resume'):
+        raise ValueError(f"patch={conf['patch']} changes the vision tower's shape, which {conf['init_from']!r} "
+                         f"fixes: train from scratch (init_from='scratch') or leave patch unset")
+    size = conf['image_size'] if conf['image_size'] is not None else base.image_size
     if not isinstance(size, int) or isinstance(size, bool) or size < 1 or size % patch:
         raise ValueError(f"image_size={size!r}: expected a positive multiple of the patch size ({patch}) of "
                          f"model_name={conf['model_name']!r}{' and patch' if conf['patch'] else ''}")
-    if (conf['vision_stem'] or M.configs[conf['model_name']].vision_stem) == 'conv' and patch & (patch - 1):
+    if (conf['vision_stem'] or base.vision_stem) == 'conv' and patch & (patch - 1):
         raise ValueError(f"vision_stem='conv' halves the image log2(patch) times: patch {patch} (model_name="
                          f"{conf['model_name']!r}) is not a power of two; use vision_stem='patch' or another patch")
     if not isinstance(conf['flow_draws'], int) or isinstance(conf['flow_draws'], bool) or conf['flow_draws'] < 1:
@@ -172,9 +173,6 @@ def check_config(conf):
                      ('synthetic_episodes', 0), ('ckpt_interval', -1)):
         if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < low:
             raise ValueError(f"{key}={conf[key]!r}: expected an int >= {low}")
-    for key in ('action_horizon', 'max_token_len'):
-        if conf[key] is not None and (not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < 1):
-            raise ValueError(f"{key}={conf[key]!r}: expected a positive int, or None for the model config's")
     if not isinstance(conf['val_fraction'], float) or not 0 < conf['val_fraction'] < 1:
         raise ValueError(f"val_fraction={conf['val_fraction']!r}: expected a share of the episodes in (0, 1)")
     try:
