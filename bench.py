@@ -22,6 +22,7 @@ import csv
 import gc
 import json
 import os
+import re
 import statistics
 import time
 from dataclasses import replace
@@ -519,14 +520,22 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
 
 
 def kernel_breakdown(fn, what, top=10):
-    """Print where one call's GPU time goes: time per kernel kind, idle gaps, and the kernels taking the most time."""
+    """Print where one call's GPU time goes: time per kernel kind, idle gaps, and the kernels taking the most time;
+    every kernel in launch order goes to <out_dir>/kernels_<what>.csv (a denoising step's layers show as a pattern)."""
     summary, prof = profiled(fn, 'cuda')
-    per_name = {}
-    for name, _, dur in kernel_events(prof):
+    events, per_name = kernel_events(prof), {}
+    path = os.path.join(out_dir, 'kernels_' + re.sub(r'[^a-z0-9]+', '_', what.lower()).strip('_') + '.csv')
+    with open(path, 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['kernel', 'kind', 'start_us', 'duration_us'])
+        t0 = events[0][1] if events else 0
+        w.writerows([name, kernel_kind(name), f'{start - t0:.1f}', f'{dur:.1f}'] for name, start, dur in events)
+    for name, _, dur in events:
         n, total = per_name.get(name, (0, 0.0))
         per_name[name] = (n + 1, total + dur / 1e3)
     print(f"\nkernels of {what}: {sum(n for n, _ in per_name.values())} kernels, {summary.pop('span'):.2f} ms from "
-          f"first to last; " + ', '.join(f'{k} {v:.2f} ms' for k, v in sorted(summary.items(), key=lambda kv: -kv[1])))
+          f"first to last; " + ', '.join(f'{k} {v:.2f} ms' for k, v in sorted(summary.items(), key=lambda kv: -kv[1]))
+          + f'; each kernel: {path}')
     print('| kernel | calls | total ms | us per call |\n|---|---|---|---|')
     for name, (n, total) in sorted(per_name.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f'| `{name[:90]}` | {n} | {total:.2f} | {1e3 * total / n:.1f} |')

@@ -954,3 +954,22 @@ def test_bench_checks_its_inference_variants_before_building_a_model(monkeypatch
     monkeypatch.setattr(bench, 'infer_autotune', True)
     with pytest.raises(ValueError, match="add 'fused'"):
         bench.infer_table([40], 'cpu')
+
+
+def test_bench_kernel_breakdown_writes_every_kernel_in_launch_order(monkeypatch, tmp_path, capsys):
+    """bench.kernel_breakdown prints the busiest kernels and writes all of them, in launch order with their start
+    relative to the first and their kind, to <out_dir>/kernels_<what>.csv (a profile of fake GPU events)."""
+    import csv
+    import bench
+    events = [('nvjet_sm90_tst_64x56', 10.0, 5.0), ('triton_poi_fused_add_mul', 16.5, 2.0),
+              ('nvjet_sm90_tst_64x56', 19.0, 5.5)]
+    monkeypatch.setattr(bench, 'out_dir', str(tmp_path))
+    monkeypatch.setattr(bench, 'profiled', lambda fn, device: (bench.trace_summary(events), None))
+    monkeypatch.setattr(bench, 'kernel_events', lambda prof: events)
+    bench.kernel_breakdown(lambda: None, 'one batch-1 call, grouped')
+    path = tmp_path / 'kernels_one_batch_1_call_grouped.csv'
+    assert str(path) in capsys.readouterr().out
+    rows = list(csv.DictReader(open(path)))
+    assert [(r['kernel'], r['kind'], float(r['start_us']), float(r['duration_us'])) for r in rows] == [
+        ('nvjet_sm90_tst_64x56', 'GEMM', 0.0, 5.0), ('triton_poi_fused_add_mul', 'fused elementwise (Triton)', 6.5, 2.0),
+        ('nvjet_sm90_tst_64x56', 'GEMM', 9.0, 5.5)]

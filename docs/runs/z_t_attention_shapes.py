@@ -49,12 +49,13 @@ def top_kernel(fn):
     return f'{e.key[:80]} x{e.count}' if e else '-'
 
 
-def pi05_mask(B, L, H=50, images=512):
+def pi05_mask(B, L, H=50, images=512, with_valid=False):
     """the model's additive mask for images, L prompt slots (46-64 valid, the rest padding) and H actions"""
     lens = torch.randint(46, 65, (B,))
     prompt = torch.arange(L)[None] < lens[:, None]
-    valid = torch.cat([torch.ones(B, images, dtype=torch.bool), prompt, torch.ones(B, H, dtype=torch.bool)], 1)
-    return flex_mask.additive_mask(valid.to(dev), images + L, bf)
+    valid = torch.cat([torch.ones(B, images, dtype=torch.bool), prompt, torch.ones(B, H, dtype=torch.bool)], 1).to(dev)
+    mask = flex_mask.additive_mask(valid, images + L, bf)
+    return (mask, valid) if with_valid else mask
 
 
 print(torch.cuda.get_device_name() if dev == 'cuda' else 'CPU dry run', 'torch', torch.__version__, flush=True)
@@ -87,6 +88,31 @@ for L in (64, 70, 78):
                       flush=True)
             except Exception as e:
                 print(f'| {T} | {name} | {heads} | failed: {type(e).__name__}: {str(e)[:120]} | | | |', flush=True)
+print('\nC. the same attention as two calls (added session 18): the prefix\'s queries over the prefix\'s keys and the 50'
+      ' action queries over all keys, each with a key-padding mask (B, 1, 1, keys) in place of the (B, 1, T, T) block'
+      ' mask; T = 626, 1 K/V head')
+print('| split | mask | fwd+bwd ms | busiest kernel |\n|---|---|---|---|')
+L, H = 64, 50
+T, Lp = 512 + L + H, 512 + L
+q = torch.randn(B, T, Hq, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
+k1 = torch.randn(B, T, 1, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
+v1 = torch.randn(B, T, 1, D, device=dev, dtype=bf).transpose(1, 2).requires_grad_()
+do = torch.randn(B, Hq, T, D, device=dev, dtype=bf)
+full, valid = pi05_mask(B, L, with_valid=True)
+keys = full[:, :, -1:, :]  # an action query's row: every valid key visible (B, 1, 1, T)
+sd = lambda q_, k_, v_, m: F.scaled_dot_product_attention(q_, k_, v_, attn_mask=m, scale=D ** -0.5, enable_gqa=True)
+one = lambda: sd(q, k1, v1, full)
+two = lambda m=True: torch.cat([sd(q[:, :, :Lp], k1[:, :, :Lp], v1[:, :, :Lp], keys[..., :Lp] if m else None),
+                                sd(q[:, :, Lp:], k1, v1, keys if m else None)], 2)
+with torch.no_grad():
+    ref, got = one().float(), two().float()
+    print(f'two calls vs one: max abs diff {(got - ref).abs()[valid[:, None, :].expand_as(ref[..., 0])].max().item():.2e} '
+          f'over the valid query rows (a padding query\'s output feeds nothing)', flush=True)
+for name, fn in (('one call', lambda: one().backward(do)), ('two calls', lambda: two().backward(do)),
+                 ('two calls, no mask (an upper bound: prompts without padding)', lambda: two(False).backward(do))):
+    print(f'| {name} | {"none" if "no mask" in name else "block" if name == "one call" else "key padding"} | '
+          f'{timed(fn):.2f} | `{top_kernel(fn)}` |', flush=True)
+
 q = torch.randn(64 // DRY, 16, 256, 72, device=dev, dtype=bf, requires_grad=True)
 k, v, do = torch.randn_like(q, requires_grad=True), torch.randn_like(q, requires_grad=True), torch.randn_like(q)
 both = lambda: F.scaled_dot_product_attention(q, k, v).backward(do)
