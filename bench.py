@@ -491,8 +491,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                                  rtc_call(*first, sampler=sampler), B, rtc_n)
                     err = ((replay() - direct()).norm() / direct().norm()).item()
                     print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
-                elif 'flex' not in name:  # guided calls (serve.Policy replays them fused; flex: the fused row's)
-                    row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py" if attn is None else ""})',
+                elif 'flex' not in name:  # guided calls (serve.Policy's at batch 1 run grouped; flex: the fused row's)
+                    row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py at batch 1" if attn == "grouped" else ""})',
                         rtc_call(*first, sampler=sampler), B, rtc_n)
             except Exception as err:
                 if attn is None:

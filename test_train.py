@@ -966,9 +966,10 @@ def test_bench_kernel_breakdown_writes_every_kernel_in_launch_order(monkeypatch,
     monkeypatch.setattr(bench, 'out_dir', str(tmp_path))
     monkeypatch.setattr(bench, 'profiled', lambda fn, device: (bench.trace_summary(events), None))
     monkeypatch.setattr(bench, 'kernel_events', lambda prof: events)
-    bench.kernel_breakdown(lambda: None, 'one batch-1 call, grouped')
+    bench.kernel_breakdown(lambda: None, 'one batch-1 call, grouped', top=1)
     path = tmp_path / 'kernels_one_batch_1_call_grouped.csv'
-    assert str(path) in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert str(path) in out and out.count('| `') == 1  # the printed table: the busiest kernel only; the file: all
     rows = list(csv.DictReader(open(path)))
     assert [(r['kernel'], r['kind'], float(r['start_us']), float(r['duration_us'])) for r in rows] == [
         ('nvjet_sm90_tst_64x56', 'GEMM', 0.0, 5.0), ('triton_poi_fused_add_mul', 'fused elementwise (Triton)', 6.5, 2.0),

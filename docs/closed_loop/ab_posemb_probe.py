@@ -41,6 +41,9 @@ class Tower(nn.Module):
         super().__init__()
         cfg = dataclasses.replace(M.configs['small'], vit_width=width, vit_depth=3, vit_mlp=4 * width, vit_heads=4,
                                   vision_stem=stem)
+        # PROBE_SIZE / PROBE_PATCH (added session 18): frames collected at another size (d1_goal_probe.py's PROBE_SIZE)
+        cfg = dataclasses.replace(cfg, image_size=int(os.environ.get('PROBE_SIZE', cfg.image_size)),
+                                  patch=int(os.environ.get('PROBE_PATCH', cfg.patch)))
         self.vit, self.readout = M.Siglip(cfg), readout
         with torch.no_grad():  # Pi05.init_weights' rules for the vision tower
             for m in self.vit.modules():

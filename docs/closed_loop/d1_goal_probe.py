@@ -32,7 +32,7 @@ sys.path.insert(0, '.')
 
 def collect(task, first, count, out):
     import sim
-    m = sim.MetaWorld(task, size=128)
+    m = sim.MetaWorld(task, size=int(os.environ.get('PROBE_SIZE', 128)))  # PROBE_SIZE: added session 18
     imgs, states, goals, seeds = [], [], [], []
     for s in range(first, first + count):
         m.reset(s)

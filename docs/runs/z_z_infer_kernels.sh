@@ -1,12 +1,13 @@
 #!/bin/bash
 # Prepared 2026-12-06 (session 18) for a device call (issues 17 and 18), not run yet; any single GPU (the H200 is the
-# goal's; say which in the record), carry [".whl", ".gl"] (only for device_setup.sh's common lines). ~5-6 min.
+# goal's; say which in the record), carry [".whl", ".gl"] (only for device_setup.sh's common lines). ~6-8 min.
 # 1. serve.py's batch-1 call (fused projections + grouped denoising attention) timed and profiled; bench.py now writes
 #    every kernel of the profiled call in launch order (kernels_*.csv under --out_dir), so the ~19 kernels of one
 #    expert layer-step can be named one by one (session 18's A/B, docs/closed_loop/ag_results.txt part 3, printed only
 #    the ten busiest).
 # 2. The same with inductor's coordinate-descent tuning of its Triton kernels (block sizes of the elementwise and
-#    reduction kernels, 3.9 ms of the 20.6 ms call), a fresh process so nothing is cached.
+#    reduction kernels: 3.9 ms of kernel time in a call whose profile spans 20.6 ms), a fresh process (the setting is
+#    part of inductor's cache key, so its kernels are tuned anew).
 # 3. docs/runs/z_t_attention_shapes.py again, for its new part C: training's masked attention as two calls that need
 #    only a key-padding mask (issue 18; parts A and B repeat session 18's figures on this GPU).
 source docs/closed_loop/device_setup.sh  # T0, el, left
@@ -17,7 +18,7 @@ run() { # name deadline [env...]: bench.py's grouped row at batch 1 / 8 / 32, 50
     --out_dir=$OUT/$n > $L/infer_$n.txt 2>&1; el "$n rc $?"
   grep "^| compiled\|^kernels of\|replay" $L/infer_$n.txt | cut -c1-220; }
 run grouped 150
-run coordinate_descent 330 TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1
-timeout $(left 450) python3 docs/runs/z_t_attention_shapes.py > $L/attention_shapes.txt 2>&1; el "attention shapes"
+run coordinate_descent 390 TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1
+timeout $(left 500) python3 docs/runs/z_t_attention_shapes.py > $L/attention_shapes.txt 2>&1; el "attention shapes"
 cut -c1-220 $L/attention_shapes.txt
-cd $OUT && tar czf logs.tgz logs */*.csv 2>/dev/null && rm -rf logs */*.csv
+cd $OUT && tar czf logs.tgz logs $(ls */*.csv 2>/dev/null) && rm -rf logs */*.csv
