@@ -57,7 +57,7 @@ fit_gpu = ''               # with fit: only the GPU sizes whose name contains th
 fit_skip = 0               # with fit: start after the first n settings (one setting per process: a row that ran
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
-infer_variants = 'separate,fused,grouped,flex'  # with infer: which CUDA-graphed variants to time (a subset: faster)
+infer_variants = 'separate,fused,grouped,flex'  # with infer: which CUDA-graphed variants to time (a subset: faster; 'step': grouped with each denoising step one graph)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
@@ -388,7 +388,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     import serve
     variants = {'separate': 'separate projections', 'fused': 'fused projections',
                 'grouped': 'fused projections, grouped denoising attention',
-                'flex': 'fused projections, flex denoising attention'}
+                'flex': 'fused projections, flex denoising attention',
+                'step': 'fused projections, grouped denoising attention, one graph per denoising step'}
     chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
     if not chosen or set(chosen) - set(variants):
         raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
@@ -462,6 +463,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
             attn = 'flex' if 'flex' in name else 'grouped' if 'grouped' in name else None
+            if 'one graph per' in name:  # last: every later call of model.denoise runs the whole-step graph
+                M.compile_denoise_step(model)
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
             compiled = True
@@ -475,7 +478,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
                       f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
                       f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-                base = 'fused projections' if attn else 'separate projections'  # one change at a time
+                base = ((variants['grouped'] if 'one graph per' in name else 'fused projections') if attn
+                        else 'separate projections')  # one change at a time
                 if base in outs:
                     err = ((got - outs[base]).norm() / outs[base].norm()).item()
                     print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
@@ -491,7 +495,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                                  rtc_call(*first, sampler=sampler), B, rtc_n)
                     err = ((replay() - direct()).norm() / direct().norm()).item()
                     print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
-                elif 'flex' not in name:  # guided calls (serve.Policy's at batch 1 run grouped; flex: the fused row's)
+                elif 'flex' not in name and 'one graph per' not in name:  # guided calls (serve.Policy's at batch 1 run
+                    # grouped; flex: the fused row's; whole-step graphs: guided steps keep the per-layer graphs)
                     row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py at batch 1" if attn == "grouped" else ""})',
                         rtc_call(*first, sampler=sampler), B, rtc_n)
             except Exception as err:

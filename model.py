@@ -917,11 +917,13 @@ def fused_intact(model):
                if m.fused is not None for l in map(m.get_submodule, ls))
 
 
-def compile_inference(model, backend='inductor', mode=None):
+def compile_inference(model, backend='inductor', mode=None, whole_step=False):
     """Per-layer compile of sample_actions: the prefix step and the denoising step of a joint layer are each one
     graph shared by all layers, each SigLIP layer and the two action heads one more (inference graphs of their own,
     apart from the training forward's). With static shapes the whole sample loop can then be captured in a CUDA
-    graph (serve.py)."""
+    graph (serve.py). whole_step=True: a plain denoising step (action input, every layer, action output) is one
+    graph instead, so inductor may fuse across layer boundaries (a layer's last residual into the next one's norm);
+    it takes longer to compile (compile_denoise_step)."""
     keep_compiled_variants()
     kw = dict(backend=backend, mode=mode, fullgraph=True, dynamic=False)
     for layer in model.layers:
@@ -929,6 +931,15 @@ def compile_inference(model, backend='inductor', mode=None):
         layer.denoise_step = torch.compile(layer.denoise_step, **kw)
     for unit in list(model.vision.encoder.layers) + [model.action_in, model.action_out]:
         unit.compile(**kw)
+    if whole_step:
+        compile_denoise_step(model, backend, mode)
+    return model
+
+
+def compile_denoise_step(model, backend='inductor', mode=None):
+    """Pi05.denoise (one plain denoising step, all layers) as one compiled graph; the per-layer graphs it calls, if
+    compiled, are traced into it. Guided steps (real-time chunking) keep the per-layer graphs."""
+    model.denoise = torch.compile(model.denoise, backend=backend, mode=mode, fullgraph=True, dynamic=False)
     return model
 
 # -----------------------------------------------------------------------------

@@ -389,6 +389,32 @@ def test_compiled_inference_matches_eager_sample_actions(fuse):
     # prefix step (layers 0-4, and the last), denoising step (layers 0-4, and the last), SigLIP layer, two heads
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
+
+def test_whole_step_compile_matches_eager_sample_actions():
+    """model.compile_inference(whole_step=True): each plain denoising step (action input, every layer, action output)
+    is one graph, sdpa's and the grouped attention's alike, and gives the eager actions over the ten steps with no
+    breaks and no recompiles; a guided (real-time chunking) call still matches eager through the per-layer graphs."""
+    from torch._dynamo.utils import counters
+    import torch._dynamo
+    cfg = replace(CFG, depth=6)
+    m, b = make_model(cfg), make_batch(cfg)
+    x0, _ = noise_time(cfg, seed=4)
+    ref = {a: m.sample_actions(b, noise=x0, denoise_attn=a) for a in (None, 'grouped')}
+    guide = torch.randn_like(x0)
+    weights = M.rtc_weights(cfg.action_horizon, 3, 1)[None, :, None].expand_as(x0).contiguous()
+    ref_guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn='grouped')
+    torch._dynamo.reset()
+    counters.clear()
+    M.fuse_projections(m.requires_grad_(False))
+    M.compile_inference(m, backend='aot_eager', whole_step=True)
+    for attn, want in ref.items():
+        assert_close(m.sample_actions(b, noise=x0, denoise_attn=attn), want, f'whole-step compiled vs eager ({attn})')
+    graphs = counters['stats']['unique_graphs']
+    # prefix step (layers 0-4, and the last), SigLIP layer, one denoising-step graph per attention: 5
+    assert graphs == 5 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
+    got = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn='grouped')
+    assert_close(got, ref_guided, 'guided call after whole-step compile vs eager')
+
 def action_attention_inputs(B, Hq, Hkv, Dh, P, L, H=50, device='cpu', dtype=torch.float32):
     """q (B, H, Hq, Dh), k, v (B, Lp + H, Hkv, Dh) and the additive mask of H action queries over a padded prefix of
     two cameras of P tokens and L prompt slots (Lp in all) and over themselves, as the denoising steps attend."""
