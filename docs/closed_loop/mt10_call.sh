@@ -1,13 +1,14 @@
 # sourced by the MT10 device scripts written after session 9 (w_c, w_d, w_e; the earlier ones carry such lines inline,
 # kept as they ran): the machine's setup, MT10 x 50 demonstrations written and prepared, and helpers to train runs
 # side by side and evaluate them against deadlines counted from T0 (the call's start, setup included); EPISODES
-# demonstrations per task (default 50), rendered and prepared at SIZE px (default 128), SIM_FLAGS more sim.py flags
+# demonstrations per task (default 50), rendered and prepared at SIZE px (default 128), SIM_FLAGS more sim.py flags,
+# TRAIN_PY the training script (default train.py; docs/closed_loop/d2_train_cpu128.py adds the 'cpu128' shape)
 TRAIN_END=${TRAIN_END:-440}; EVAL_END=${EVAL_END:-570}  # seconds from T0 at which training / evaluation are cut
 source docs/closed_loop/device_setup.sh
 L=$OUT/logs; mkdir -p $L
 train_bg() { # name seed deadline [train.py flags...]: one run of config/metaworld.py in the background
   local n=$1 s=$2 d=$3; shift 3; rm -rf out/mw$n
-  timeout $(left $d) python3 train.py config/metaworld.py --seed=$s "$@" --out_dir=out/mw$n --eval_interval=3000 \
+  timeout $(left $d) python3 ${TRAIN_PY:-train.py} config/metaworld.py --seed=$s "$@" --out_dir=out/mw$n --eval_interval=3000 \
     --keep_last=0 > $L/train_$n.txt 2>&1 & }
 ev() { # name ckpt workers deadline [eval.py flags...]
   local name=$1 ckpt=$2 workers=$3 deadline=$4; shift 4
