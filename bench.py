@@ -380,7 +380,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
-    and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps; a
+    and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps, and
+    ('step', opt-in, always last) grouped with each plain denoising step one graph (model.compile_denoise_step); a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.

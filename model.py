@@ -938,7 +938,9 @@ def compile_inference(model, backend='inductor', mode=None, whole_step=False):
 
 def compile_denoise_step(model, backend='inductor', mode=None):
     """Pi05.denoise (one plain denoising step, all layers) as one compiled graph; the per-layer graphs it calls, if
-    compiled, are traced into it. Guided steps (real-time chunking) keep the per-layer graphs."""
+    compiled, are traced into it. Guided steps (real-time chunking) keep the per-layer graphs. (An instance attribute:
+    a deep copy of the model would share it, and run the original's weights.)"""
+    keep_compiled_variants()
     model.denoise = torch.compile(model.denoise, backend=backend, mode=mode, fullgraph=True, dynamic=False)
     return model
 

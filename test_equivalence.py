@@ -410,7 +410,8 @@ def test_whole_step_compile_matches_eager_sample_actions():
     for attn, want in ref.items():
         assert_close(m.sample_actions(b, noise=x0, denoise_attn=attn), want, f'whole-step compiled vs eager ({attn})')
     graphs = counters['stats']['unique_graphs']
-    # prefix step (layers 0-4, and the last), SigLIP layer, one denoising-step graph per attention: 5
+    # prefix step (layers 0-4, and the last), SigLIP layer, one denoising-step graph per attention: 5 (a recompile
+    # over the ten steps would add one more)
     assert graphs == 5 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
     got = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn='grouped')
     assert_close(got, ref_guided, 'guided call after whole-step compile vs eager')

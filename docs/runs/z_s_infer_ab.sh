@@ -17,7 +17,7 @@ run() { # name dir: bench.py's fused and grouped rows, 50 calls at batch 1
 B=/tmp/before; mkdir -p $B && tar cf - --exclude=./.whl --exclude=./.gl --exclude=./data_cache --exclude=./out . | tar xf - -C $B
 (cd $B && { git apply -R docs/runs/z_s_grouped_layout.patch 2>/dev/null || patch -s -R -p1 < docs/runs/z_s_grouped_layout.patch; })
 # the patch must be regenerated (git diff 4484688 HEAD -- model.py) whenever model.py's changed lines change again
-if grep -q "pad = -keys.shape" $B/model.py || [ -e $B/model.py.rej ]; then el "the patch did not reverse: no 'before' row"; B=; fi
+if grep -q "% 8 if impl == 'grouped'" $B/model.py || [ -e $B/model.py.rej ]; then el "the patch did not reverse: no 'before' row"; B=; fi
 run now . 230
 [ -n "$B" ] && run before $B 420
 timeout $(left 540) python3 -m pytest -q test_equivalence.py test_serve.py -k "TestGPU and (grouped or replay or real_time)" \

@@ -23,10 +23,10 @@ run() { # name deadline [VAR=value...] [bench.py flags...]: the grouped row at b
   for a in "$@"; do [[ $a == --* ]] && flags+=("$a") || envs+=("$a"); done
   env "${envs[@]}" timeout $(left $d) python3 bench.py --infer=True --infer_calls=50 --infer_variants=grouped \
     "${flags[@]}" --out_dir=$OUT/$n > $L/infer_$n.txt 2>&1; el "$n rc $?"
-  grep "^| compiled\|^kernels of\|replay" $L/infer_$n.txt | cut -c1-220; }
-run grouped_step 210 --infer_variants=grouped,step
-run full_order 370 --infer_variants=separate,fused,grouped
-timeout $(left 440) python3 docs/runs/z_t_attention_shapes.py > $L/attention_shapes.txt 2>&1; el "attention shapes"
+  grep "^| compiled\|^kernels of\|replay\|relative" $L/infer_$n.txt | cut -c1-220; }
+run grouped_step 300 --infer_variants=grouped,step
+run full_order 430 --infer_variants=separate,fused,grouped
+timeout $(left 490) python3 docs/runs/z_t_attention_shapes.py > $L/attention_shapes.txt 2>&1; el "attention shapes"
 cut -c1-220 $L/attention_shapes.txt
 run coordinate_descent 590 TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1
 cd $OUT && tar czf logs.tgz logs $(ls */*.csv 2>/dev/null) && rm -rf logs */*.csv
