@@ -459,12 +459,12 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs = {}  # each variant's replay at the last batch size
         compiled = fused_sampler = direct = replay = None
-        for name in [variants[v] for v in variants if v in chosen]:
-            fused = name != 'separate projections'
+        for key in [v for v in variants if v in chosen]:
+            name, fused = variants[key], key != 'separate'
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
-            attn = 'flex' if 'flex' in name else 'grouped' if 'grouped' in name else None
-            if 'one graph per' in name:  # last: every later call of model.denoise runs the whole-step graph
+            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped'}.get(key)
+            if key == 'step':  # last: every later call of model.denoise runs the whole-step graph
                 M.compile_denoise_step(model)
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn)
@@ -479,13 +479,12 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
                       f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
                       f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-                base = ((variants['grouped'] if 'one graph per' in name else 'fused projections') if attn
-                        else 'separate projections')  # one change at a time
+                base = variants['grouped' if key == 'step' else 'fused' if attn else 'separate']  # one change at a time
                 if base in outs:
                     err = ((got - outs[base]).norm() / outs[base].norm()).item()
                     print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
                 outs[name] = got
-                if name == 'fused projections':  # the autotuned row compares with its replay
+                if key == 'fused':  # the autotuned row compares with its replay
                     fused_sampler = sampler
                 kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
                 B = len(first[1])
@@ -496,7 +495,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                                  rtc_call(*first, sampler=sampler), B, rtc_n)
                     err = ((replay() - direct()).norm() / direct().norm()).item()
                     print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
-                elif 'flex' not in name and 'one graph per' not in name:  # guided calls (serve.Policy's at batch 1 run
+                elif key in ('fused', 'grouped'):  # guided calls (serve.Policy's at batch 1 run
                     # grouped; flex: the fused row's; whole-step graphs: guided steps keep the per-layer graphs)
                     row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py at batch 1" if attn == "grouped" else ""})',
                         rtc_call(*first, sampler=sampler), B, rtc_n)
