@@ -467,7 +467,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             if key == 'step':  # last: every later call of model.denoise runs the whole-step graph
                 M.compile_denoise_step(model)
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
-                                           denoise_attn=attn)
+                                           denoise_attn=attn, whole_step=False)  # per layer, as each row says
             compiled = True
             try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
@@ -512,7 +512,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             tuned = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16)
             perturb(tuned)
             tuned.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
-            sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None)
+            sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None,
+                                           whole_step=False)
             name = 'fused projections, max-autotune'
             for B in batch_sizes[:2]:
                 row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(*same[B]), B,

@@ -117,16 +117,18 @@ class GraphedSampler:
     which cuts the kernels per call by about three. The graph reads its inputs from static buffers and writes its
     output to a static buffer, so a call is: copy in, replay, copy out."""
 
-    def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='auto', compile_mode=None):
+    def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
+                 whole_step=True):
         self.model, self.num_steps, self.graphs = model, num_steps, {}
-        # sample_actions' denoise_attn: 'auto' runs 'grouped' at batch 1 and the layers' own (sdpa) above, as measured
-        # for pi05 on an H200 (bench.py --infer=True, 2026-12-02: batch 1 25.9 -> 20.3 ms, batch 8 61.2 vs 62.6,
-        # batch 32 200.7 vs 217.7); None, 'sdpa', 'grouped' or 'flex' (67 ms at batch 1) run that one everywhere
+        # sample_actions' denoise_attn, at every batch size: 'grouped' (pi05's 8 query heads stacked over its one K/V
+        # head, two small GEMMs) beat the layers' sdpa (None) at batch 1 / 8 / 32 on an H100 with the padded keys:
+        # 18.8 / 55.9 / 201.3 against 27.4 / 63.7 / 209.3 ms (bench.py --infer=True, 2026-12-06); 'flex' took 71 ms
         self.denoise_attn = denoise_attn
         if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections): pi05 batch 1 27.9 -> 25.6 ms on an H200
             M.fuse_projections(model)
         if compile:  # compile_mode: torch.compile's (None: inductor's default; 'max-autotune-no-cudagraphs' tunes GEMMs)
-            M.compile_inference(model, mode=compile_mode)
+            # whole_step: each plain denoising step one graph, 190 kernels fewer per call (H100: 18.6 against 19.1 ms)
+            M.compile_inference(model, mode=compile_mode, whole_step=whole_step)
 
     def capture(self, batch, noise, guided=None):
         static = {k: v.clone() for k, v in batch.items()}
@@ -138,9 +140,8 @@ class GraphedSampler:
         if guided is not None:  # real-time chunking: the guidance's autograd pass is captured too, beta an input
             kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(),
                       max_guidance=torch.tensor(float(guided[2]), dtype=torch.float64, device=noise.device))
-        attn = self.denoise_attn if self.denoise_attn != 'auto' else 'grouped' if len(noise) == 1 else None
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
-                                                denoise_attn=attn, **kw)
+                                                denoise_attn=self.denoise_attn, **kw)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up (compilation, cuBLAS handles) outside the capture

@@ -283,16 +283,18 @@ class TestGPU:
         M.perturb_weights(pol.model, 0.1)  # then changes no action (grouped vs sdpa: 0.0): perturbed, paths can differ
         batch = pol.prepare([frame_obs(trained[1], f) for f in (0, 1)])
         noise = torch.randn(2, pol.cfg.action_horizon, 32, device='cuda')
-        ref = pol.model.sample_actions(batch, noise=noise)
+        ref = pol.model.sample_actions(batch, noise=noise, denoise_attn='grouped')  # the sampler's default
+        sdpa = pol.model.sample_actions(batch, noise=noise)
+        err = ((ref - sdpa).norm() / sdpa.norm()).item()  # > 0: the equalities below can tell the two apart
+        assert 0 < err < 2e-2, f'grouped vs sdpa denoising attention: relative error {err:.2e}'
         plain = serve.GraphedSampler(pol.model, compile=False, fuse=False)
         assert torch.equal(plain(batch, noise), ref), 'replaying the eager kernels must give identical actions'
-        one = {k: v[:1] for k, v in batch.items()}  # batch 1: the default ('auto') runs the grouped denoising attention
+        one = {k: v[:1] for k, v in batch.items()}  # batch 1 too: a graph of its own
         want = pol.model.sample_actions(one, noise=noise[:1], denoise_attn='grouped')
-        sdpa = pol.model.sample_actions(one, noise=noise[:1])
         assert torch.equal(plain(one, noise[:1]), want), 'batch 1 must replay the grouped denoising attention'
-        err = ((want - sdpa).norm() / sdpa.norm()).item()  # > 0: the equality above could tell the two apart
-        assert 0 < err < 2e-2, f'grouped vs sdpa denoising attention at batch 1: relative error {err:.2e}'
-        fast = serve.GraphedSampler(pol.model, fuse=False)  # compiled layers: fused kernels, bf16 rounding differs
+        sdpa_plain = serve.GraphedSampler(pol.model, compile=False, fuse=False, denoise_attn=None)
+        assert torch.equal(sdpa_plain(batch, noise), sdpa), 'denoise_attn=None must replay the layers own attention'
+        fast = serve.GraphedSampler(pol.model, fuse=False)  # compiled (each plain step one graph): bf16 rounding differs
         got = fast(batch, noise)
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'
@@ -301,7 +303,7 @@ class TestGPU:
         H = pol.cfg.action_horizon  # real-time chunking captured with its autograd pass: as the direct guided call
         guide = torch.randn_like(noise)
         weights = M.rtc_weights(H, H // 2, 2).cuda()[None, :, None].expand_as(noise).contiguous()
-        direct = pol.model.sample_actions(batch, noise=noise, guide=guide, guide_weights=weights)
+        direct = pol.model.sample_actions(batch, noise=noise, guide=guide, guide_weights=weights, denoise_attn='grouped')
         replay = fast(batch, noise, (guide, weights, 5.0))
         err = ((replay - direct).norm() / direct.norm()).item()
         assert err < 1e-2 and not torch.equal(replay, got), f'guided graph vs direct guided call: {err:.2e}'
@@ -333,7 +335,8 @@ class TestGPU:
         batch = pol.prepare([frame_obs(trained[1], 0)])
         noise = torch.randn(1, pol.cfg.action_horizon, 32, device='cuda')
         ref = pol.model.sample_actions(batch, noise=noise)
-        tuned = serve.GraphedSampler(pol.model, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None)
+        tuned = serve.GraphedSampler(pol.model, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None,
+                                     whole_step=False)
         got = tuned(batch, noise)
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'max-autotune + graph vs eager: relative error {err:.2e}'

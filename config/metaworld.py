@@ -19,7 +19,9 @@
 # train seeds 42 / 1 against the default's 73 / 73%; docs/closed_loop/y_results.txt).
 # Nor did 224 px with the conv stem (63% at seed 42, docs/closed_loop/z_results.txt), nor --camera_dropout=0.3 (66 / 64%
 # at seeds 42 / 1, docs/closed_loop/aa_results.txt), nor the 57M-parameter --model_name=medium (65%, one run, 2026-12-06,
-# docs/closed_loop/af_results.txt). On MT50 (--data_dir of MT50's 50 x 50 demonstrations) this config gave 57.2%.
+# docs/closed_loop/af_results.txt), nor 4000- or 3000-iteration schedules (68 / 65%, 52%); the 1.7M-parameter
+# 'cpu128' shape matched this one (69 / 74 / 75%, docs/closed_loop/ah_results.txt), so model size is not the limit.
+# On MT50 (--data_dir of MT50's 50 x 50 demonstrations) this config gave 57.2%.
 # compile_mode='reduce-overhead' takes a train.py iteration from 60 to 22-29 ms here (bench.py: a step from 45.8 to
 # 25.2 ms; its GPU tests pass).
 out_dir = 'out/metaworld'
