@@ -57,7 +57,7 @@ fit_gpu = ''               # with fit: only the GPU sizes whose name contains th
 fit_skip = 0               # with fit: start after the first n settings (one setting per process: a row that ran
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
-infer_variants = 'separate,fused,grouped,flex'  # with infer: which CUDA-graphed variants to time (a subset: faster; 'step': grouped with each denoising step one graph)
+infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these and 'triton' ('step': serve.py's, grouped with each denoising step one graph; 'triton': that with decode_attn.py's kernel)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
@@ -381,7 +381,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
     and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps, and
-    ('step', opt-in, always last) grouped with each plain denoising step one graph (model.compile_denoise_step); a
+    ('step', opt-in, after those) grouped with each plain denoising step one graph (model.compile_denoise_step), and
+    ('triton', opt-in, last) the same with decode_attn.py's kernel for the denoising attention; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
@@ -390,7 +391,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     variants = {'separate': 'separate projections', 'fused': 'fused projections',
                 'grouped': 'fused projections, grouped denoising attention',
                 'flex': 'fused projections, flex denoising attention',
-                'step': 'fused projections, grouped denoising attention, one graph per denoising step'}
+                'step': 'fused projections, grouped denoising attention, one graph per denoising step',
+                'triton': 'fused projections, Triton denoising attention, one graph per denoising step'}
     chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
     if not chosen or set(chosen) - set(variants):
         raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
@@ -458,14 +460,15 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs = {}  # each variant's replay at the last batch size
-        compiled = fused_sampler = direct = replay = None
+        compiled = fused_sampler = direct = replay = whole_step = None
         for key in [v for v in variants if v in chosen]:
             name, fused = variants[key], key != 'separate'
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
-            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped'}.get(key)
-            if key == 'step':  # last: every later call of model.denoise runs the whole-step graph
+            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton'}.get(key)
+            if key in ('step', 'triton') and not whole_step:  # from here on model.denoise runs the whole-step graph
                 M.compile_denoise_step(model)
+                whole_step = True
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn, whole_step=False)  # per layer, as each row says
             compiled = True
@@ -479,7 +482,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
                       f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
                       f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-                base = variants['grouped' if key == 'step' else 'fused' if attn else 'separate']  # one change at a time
+                base = variants[{'step': 'grouped', 'triton': 'step'}.get(key, 'fused' if attn else 'separate')]
                 if base in outs:
                     err = ((got - outs[base]).norm() / outs[base].norm()).item()
                     print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
@@ -495,9 +498,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                                  rtc_call(*first, sampler=sampler), B, rtc_n)
                     err = ((replay() - direct()).norm() / direct().norm()).item()
                     print(f'guided: graph replay vs direct call, relative difference {err:.2e}', flush=True)
-                elif key in ('fused', 'grouped'):  # guided calls (serve.Policy's at batch 1 run
+                elif key in ('fused', 'grouped'):  # guided calls (serve.Policy's run
                     # grouped; flex: the fused row's; whole-step graphs: guided steps keep the per-layer graphs)
-                    row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py at batch 1" if attn == "grouped" else ""})',
+                    row(f'{name} + CUDA graph, real-time chunking (guided{"; serve.py" if attn == "grouped" else ""})',
                         rtc_call(*first, sampler=sampler), B, rtc_n)
             except Exception as err:
                 if attn is None:

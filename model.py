@@ -26,6 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+import decode_attn
 import flex_mask
 
 # -----------------------------------------------------------------------------
@@ -290,7 +291,11 @@ class JointLayer(nn.Module):
         """The expert stream over the action tokens, attending to the cached prefix k, v and to itself. mods: the
         two adaRMS norms' Dense outputs for cond, computed ahead for all steps of a call (Pi05.step_conditions)."""
         q, k, v, gate = qkv(self.expert, xs, cos, sin, self.cfg.head_dim, cond, mods[0])
-        o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, attn_impl)
+        if attn_impl == 'triton' and decode_attn.usable(q):  # one kernel reading the prefix and action keys in place
+            o = decode_attn.attention(q, kp, k, vp, v, mask)
+        else:  # 'triton' without its kernel (CPU, or a guided step's gradient) computes the same as 'grouped'
+            impl = 'grouped' if attn_impl == 'triton' else attn_impl
+            o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, impl)
         return suffix_out(self.expert, xs, o, gate, cond, mods[1])
 
 
@@ -552,7 +557,7 @@ class Pi05(nn.Module):
     def attn_mask(self, valid, prefix_len, impl, q_start=0, horizon=None):
         if impl == 'flex':
             return flex_mask.block_mask(valid, prefix_len, q_start, horizon=horizon)
-        dtype = torch.float32 if impl in ('eager', 'grouped') else self.compute_dtype  # sdpa wants the query dtype
+        dtype = torch.float32 if impl in ('eager', 'grouped', 'triton') else self.compute_dtype  # sdpa: the query's
         return flex_mask.additive_mask(valid, prefix_len, dtype, q_start, horizon)
 
     # --- the training forward ---
@@ -653,12 +658,14 @@ class Pi05(nn.Module):
         denoise_attn: the plain denoising steps' attention, 50 action queries over the cached prefix; None follows
         attn_impl; 'flex' runs FlexAttention, whose compiled form for short queries (flex decoding) splits the keys
         over the GPU where cuDNN's kernel gives each head one block; 'grouped' stacks the query heads that share a
-        K/V head into one matrix (fp32 logits and softmax as the reference, two small GEMMs per K/V head). Guided
-        calls run 'grouped' too (plain differentiable ops) and otherwise keep attn_impl's (flex has no backward for
-        these shapes)."""
-        if denoise_attn not in (None, 'sdpa', 'eager', 'flex', 'grouped'):
-            raise ValueError(f"denoise_attn={denoise_attn!r}: use None, 'sdpa', 'eager', 'flex' or 'grouped'")
-        cache = self.prefix_cache(batch, denoise_attn if guide is None or denoise_attn == 'grouped' else None)
+        K/V head into one matrix (fp32 logits and softmax as the reference, two small GEMMs per K/V head); 'triton'
+        does the same in one Triton kernel on a GPU (decode_attn.py; elsewhere it runs 'grouped'). Guided calls run
+        'grouped' for 'grouped' and 'triton' (plain differentiable ops) and otherwise keep attn_impl's (flex has no
+        backward for these shapes)."""
+        if denoise_attn not in (None, 'sdpa', 'eager', 'flex', 'grouped', 'triton'):
+            raise ValueError(f"denoise_attn={denoise_attn!r}: use None, 'sdpa', 'eager', 'flex', 'grouped' or 'triton'")
+        grouped = denoise_attn in ('grouped', 'triton')
+        cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)

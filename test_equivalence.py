@@ -4,12 +4,14 @@ numerics and checkpoint contracts of model.py. GPU-only checks live in TestGPU. 
 """
 import math
 import os
+import sys
 from dataclasses import replace
 
 import pytest
 import torch
 
 import data
+import decode_attn
 import flex_mask
 import model as M
 
@@ -438,14 +440,17 @@ def test_grouped_attention_matches_eager_for_action_queries():
     assert (M.attention(q, swapped, v, mask, 'grouped') - ref).abs().max() > 1e-2
 
 
-@pytest.mark.parametrize('impl', ['flex', 'grouped'])
+@pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
 def test_denoising_attention_matches_reference(monkeypatch, impl):
     """sample_actions(denoise_attn=impl) runs `impl` in every denoising step and gives the same actions as the
     reference, eager and compiled (the mask an input of the shared graph): 'flex' (FlexAttention with the BlockMask
-    of the action rows; the K/V heads repeated for these short queries) and 'grouped'. A guided call keeps
-    attn_impl's attention with 'flex' (no FlexAttention backward) and runs 'grouped' (its guidance too)."""
+    of the action rows; the K/V heads repeated for these short queries), 'grouped', and 'triton', which on a CPU
+    (no kernel) runs 'grouped' over unpadded keys. A guided call keeps attn_impl's attention with 'flex' (no
+    FlexAttention backward) and runs 'grouped' for the other two (its guidance too)."""
     from torch._dynamo.utils import counters
     import torch._dynamo
+    kind = 'grouped' if impl == 'triton' else impl  # what M.attention is asked for
+    assert impl != 'triton' or not decode_attn.usable(torch.zeros(1)), 'this test runs the fallback: no interpreter'
     cfg = replace(CFG, depth=3, heads=4, kv_heads=2, action_horizon=43)  # grouped heads (pi05: 8 per K/V head)
     m, b = make_model(cfg), make_batch(cfg)
     x0, _ = noise_time(cfg, seed=8)
@@ -453,11 +458,11 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     with torch.no_grad():  # 72 prefix + 43 action keys: 'grouped' pads the cached prefix with 5 masked keys
         prefix_keys = {kind: m.prefix_cache(b, kind)['kv'][0][0].shape[1] for kind in ('eager', impl)}
     assert prefix_keys['eager'] + cfg.action_horizon == 115
-    assert prefix_keys[impl] == (120 - cfg.action_horizon if impl == 'grouped' else 72), prefix_keys
+    assert prefix_keys[impl] == (120 - cfg.action_horizon if impl == 'grouped' else 72), prefix_keys  # triton: 72
     used, attention = [], M.attention
     monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, kind: used.append(kind) or attention(q, k, v, mask, kind))
     assert_close(m.sample_actions(b, noise=x0, denoise_attn=impl), ref, f'{impl} denoising attention vs eager')
-    assert used.count(impl) == 10 * cfg.depth and set(used) == {'eager', impl}, sorted(set(used))
+    assert used.count(kind) == 10 * cfg.depth and set(used) == {'eager', kind}, sorted(set(used))
     guide = torch.randn(x0.shape, generator=torch.Generator().manual_seed(2))
     weights = M.rtc_weights(cfg.action_horizon, 4, 2)[None, :, None].expand_as(x0)
     guided_ref = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights)
@@ -466,7 +471,7 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     if impl == 'flex':
         assert 'flex' not in used and torch.equal(guided, guided_ref)
     else:
-        assert used.count(impl) == 10 * cfg.depth, used
+        assert used.count(kind) == 10 * cfg.depth, used
         assert_close(guided, guided_ref, f'{impl} denoising attention vs eager, guided')
     monkeypatch.undo()
     torch._dynamo.reset()
@@ -476,6 +481,41 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     assert not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
     with pytest.raises(ValueError, match="denoise_attn='gqa'"):
         m.sample_actions(b, noise=x0, denoise_attn='gqa')
+
+
+TRITON_INTERPRETER_CHECK = """
+import torch, decode_attn, flex_mask, model as M
+torch.manual_seed(0)
+B, Tq, Hq, Hkv, Dh, T1 = 2, 5, 4, 2, 32, 21  # two K/V heads of two query heads; T1 not a multiple of BLOCK_N
+q = torch.randn(B, Tq, Hq, Dh)
+k1, v1, k2, v2 = (torch.randn(B, T, Hkv, Dh) for T in (T1, T1, Tq, Tq))
+valid = torch.ones(B, T1 + Tq, dtype=torch.bool)
+valid[0, 3:6] = valid[1, 17:21] = False  # a masked camera slot, prompt padding
+mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
+ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped')
+for bm, bn in ((16, 16), (32, 64)):
+    got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn)
+    err = (got - ref).abs().max().item()
+    assert err < 1e-5, f'kernel (BLOCK_M {bm}, BLOCK_N {bn}) vs grouped: max abs diff {err:.2e}'
+    swapped = decode_attn.launch(q, k1, v1, k2.flip(2), v2.flip(2), mask, block_m=bm, block_n=bn)
+    assert (swapped - ref).abs().max().item() > 1e-2, 'the action keys of the other K/V head must change the output'
+print('ok')
+"""
+
+
+@pytest.mark.skipif(decode_attn.triton is None, reason='needs triton (the CPU build of torch comes without it)')
+def test_triton_decode_kernel_matches_grouped_in_the_interpreter():
+    """decode_attn's kernel, run by Triton's interpreter on the CPU in fp32 (its bf16 products are not emulated
+    there; the GPU test covers bf16): the grouped attention over the prefix and action keys read in place, with
+    masked keys, two K/V heads and a prefix that is not a multiple of the key block."""
+    import subprocess
+    import numpy
+    if tuple(map(int, numpy.__version__.split('.')[:2])) >= (2, 3):
+        pytest.skip("Triton 3.6's interpreter fails on numpy >= 2.3 (a 1-element array as a loop bound)")
+    env = dict(os.environ, TRITON_INTERPRET='1')
+    out = subprocess.run([sys.executable, '-c', TRITON_INTERPRETER_CHECK], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.abspath(__file__)), timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith('ok'), out.stderr[-3000:]
 
 def test_fused_projections_match_separate_ones():
     """fuse_projections (serving): q/k/v and gate/up as one GEMM each give the same actions, add no parameters or
@@ -908,7 +948,43 @@ class TestGPU:
         gr, gg = (torch.autograd.grad((o * w).sum(), q)[0].float() for o in (ref, got))
         assert_close(gg, gr, 'grouped vs eager attention: gradient wrt the queries', rtol=2e-2)
 
-    @pytest.mark.parametrize('impl', ['flex', 'grouped'])
+    def test_triton_decode_kernel_matches_grouped_at_pi05_shapes(self):
+        """decode_attn's kernel in bf16 at pi05's denoising shapes (8 query heads over one K/V head, head dim 256,
+        50 actions over a 576-key prefix with masked keys): the grouped attention's outputs to bf16 rounding, for
+        each block size the sweep script tries; and compiled sample_actions(denoise_attn='triton') launches it."""
+        torch.manual_seed(0)
+        B, Tq, Dh, T1 = 2, 50, 256, 576
+        bf = dict(device='cuda', dtype=torch.bfloat16)
+        q = torch.randn(B, Tq, 8, Dh, **bf)
+        k1, v1, k2, v2 = (torch.randn(B, T, 1, Dh, **bf) for T in (T1, T1, Tq, Tq))
+        valid = torch.ones(B, T1 + Tq, dtype=torch.bool, device='cuda')
+        valid[0, 256:512] = valid[1, 540:576] = False  # a masked camera slot, prompt padding
+        mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
+        ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped').float()
+        for bm, bn, warps in ((16, 64, 4), (32, 64, 4), (64, 32, 8)):
+            got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn, num_warps=warps).float()
+            err = ((got - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, f'kernel (BLOCK_M {bm}, BLOCK_N {bn}) vs grouped: relative error {err:.2e}'
+        blind = mask.clone()
+        blind[..., 256:512] = 0.0  # the masked camera slot made visible: a different function
+        err = ((decode_attn.launch(q, k1, v1, k2, v2, blind).float() - ref).norm() / ref.norm()).item()
+        assert err > 5e-2, f'the mask must matter: {err:.2e}'
+        import torch._dynamo
+        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
+        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
+        torch._dynamo.reset()
+        M.compile_inference(m, whole_step=True)
+        ref = m.sample_actions(b, noise=x0, denoise_attn='grouped').float()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            got = m.sample_actions(b, noise=x0, denoise_attn='triton').float()
+        launched = sum(e.count for e in prof.key_averages() if '_decode_kernel' in e.key)
+        assert launched == 10 * cfg.depth, f'{launched} decode kernels, expected {10 * cfg.depth}'
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f'triton vs grouped denoising attention, compiled whole steps: relative error {err:.2e}'
+
+    @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):
         """sample_actions(denoise_attn=impl) compiled by inductor at pi05's head layout (8 query heads per K/V head,
         head dim 256, 50 actions) in bf16: the same actions as the sdpa path to bf16 rounding."""
