@@ -5,12 +5,14 @@ one K/V head for 8 query heads, so the query heads of a K/V head are stacked as 
 model.attention's 'grouped' does with two batched GEMMs): one program takes BLOCK_M of those rows, reads the prefix
 keys and then the action keys where they lie (no concatenation), and keeps a running softmax in fp32 (flash
 attention's online form), so the products, the softmax and the two concatenations are one kernel instead of six.
-The numbers: bf16 q.k^T summed in fp32, the additive mask added in fp32, p rounded to bf16 for p.v, fp32 sums; the
-same as 'grouped' up to where the softmax is normalised (test_equivalence.py compares the two on the GPU, and on
-the CPU through Triton's interpreter when triton is installed).
+At batch 1 that is only 25 programs for a GPU of 132 SMs, so the keys can be split over more programs whose partial
+softmaxes a second small kernel combines (flash-decoding). The numbers: bf16 q.k^T summed in fp32, the additive mask
+in fp32, p rounded to bf16 for p.v, fp32 sums; the same as 'grouped' up to where the softmax is normalised
+(test_equivalence.py compares the two on the GPU, and on the CPU through Triton's interpreter when triton is
+installed).
 
     python bench.py --infer=True --infer_variants=step,triton       # its latency next to the whole-step grouped row
-    python docs/runs/z_ae_decode_attn.py                            # the kernel alone, its block sizes swept
+    python docs/runs/z_ae_decode_attn.py                            # the kernel alone, its configurations swept
 """
 import os
 
@@ -22,7 +24,8 @@ try:
 except ImportError:  # the CPU build of torch comes without triton; 'triton' then runs model.attention's 'grouped'
     triton = None
 
-BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = 16, 64, 4, 2  # untimed defaults; docs/runs/z_ae_decode_attn.py sweeps them
+BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = 16, 128, 4, 2  # H100, 2026-12-06: 17.4 us per call with one key split
+PROGRAMS = 132  # launch's default split count aims at about this many programs (an H100 has 132 SMs); untimed
 INTERPRET = os.environ.get('TRITON_INTERPRET') == '1'  # Triton's own switch: its kernels run on the CPU (tests)
 
 
@@ -35,71 +38,112 @@ def usable(q):
 
 if triton is not None:
     @triton.jit
-    def _block(acc, m_i, l_i, q, rows_t, row_ok, K, V, Mask, n, T, key0, skt, svt, smq, smk, scale,
-               DH: tl.constexpr, BLOCK_N: tl.constexpr):
-        """Keys n .. n + BLOCK_N of one key segment (the cached prefix, or the action keys) folded into the running
-        softmax."""
-        d = tl.arange(0, DH)
-        cols = n + tl.arange(0, BLOCK_N)
-        col_ok = cols < T
-        k = tl.load(K + cols[None, :] * skt + d[:, None], mask=col_ok[None, :], other=0.0)          # (DH, BLOCK_N)
-        s = tl.dot(q, k) * scale                                                                    # fp32
-        mk = tl.load(Mask + rows_t[:, None] * smq + (key0 + cols)[None, :] * smk,
-                     mask=row_ok[:, None] & col_ok[None, :], other=0.0)
-        s = tl.where(col_ok[None, :], s + mk, float('-inf'))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp(m_i - m_new)
-        p = tl.exp(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + cols[:, None] * svt + d[None, :], mask=col_ok[:, None], other=0.0)          # (BLOCK_N, DH)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        return acc, m_new, l_i
-
-    @triton.jit
-    def _decode_kernel(Q, K1, V1, K2, V2, Mask, O, scale, Tq, T1, T2, Hkv,
-                       sqb, sqt, sqh, sk1b, sk1t, sk1h, sv1b, sv1t, sv1h, sk2b, sk2t, sk2h, sv2b, sv2t, sv2h,
-                       smb, smq, smk, sob, sot, soh,
-                       G: tl.constexpr, DH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-        bh = tl.program_id(0)
+    def _attend(Q, K1, V1, K2, V2, Mask, O, Part, scale, Tq, T1, T2, Hkv, keys_per_split,
+                sqb, sqt, sqh, sk1b, sk1t, sk1h, sv1b, sv1t, sv1h, sk2b, sk2t, sk2h, sv2b, sv2t, sv2h,
+                smb, smq, smk, sob, sot, soh,
+                G: tl.constexpr, DH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                SPLIT: tl.constexpr):
+        """BLOCK_M stacked rows of one K/V head over one split of the keys (all of them when not SPLIT): key j < T1
+        is the cached prefix's j, key T1 + j the action keys' j, as the mask orders them. Not SPLIT: the output.
+        SPLIT: the unnormalised output, the running max and the sum for _combine, in Part."""
+        bh, rb, sp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         b, kvh = bh // Hkv, bh % Hkv
-        rows = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)  # stacked rows in (query, head) order
+        rows = rb * BLOCK_M + tl.arange(0, BLOCK_M)  # stacked rows in (query, head) order
         row_ok = rows < Tq * G
         t, h = rows // G, kvh * G + rows % G
         d = tl.arange(0, DH)
         q = tl.load(Q + b * sqb + t[:, None] * sqt + h[:, None] * sqh + d[None, :], mask=row_ok[:, None], other=0.0)
+        K1, V1 = K1 + b * sk1b + kvh * sk1h, V1 + b * sv1b + kvh * sv1h
+        K2, V2 = K2 + b * sk2b + kvh * sk2h, V2 + b * sv2b + kvh * sv2h
+        Mb = Mask + b * smb + t[:, None] * smq
         m_i = tl.full((BLOCK_M,), float('-inf'), tl.float32)
         l_i = tl.zeros((BLOCK_M,), tl.float32)
         acc = tl.zeros((BLOCK_M, DH), tl.float32)
-        Mb = Mask + b * smb
-        K1, V1 = K1 + b * sk1b + kvh * sk1h, V1 + b * sv1b + kvh * sv1h
-        K2, V2 = K2 + b * sk2b + kvh * sk2h, V2 + b * sv2b + kvh * sv2h
-        for n in range(0, T1, BLOCK_N):  # the cached prefix
-            acc, m_i, l_i = _block(acc, m_i, l_i, q, t, row_ok, K1, V1, Mb, n, T1, 0, sk1t, sv1t, smq, smk, scale,
-                                   DH, BLOCK_N)
-        for n in range(0, T2, BLOCK_N):  # the action keys, after the prefix in the mask's key order
-            acc, m_i, l_i = _block(acc, m_i, l_i, q, t, row_ok, K2, V2, Mb, n, T2, T1, sk2t, sv2t, smq, smk, scale,
-                                   DH, BLOCK_N)
-        o = acc / l_i[:, None]
+        start = sp * keys_per_split
+        stop = tl.minimum(start + keys_per_split, T1 + T2)
+        for n in range(start, stop, BLOCK_N):
+            cols = n + tl.arange(0, BLOCK_N)
+            ok = cols < stop
+            in1, in2 = ok & (cols < T1), ok & (cols >= T1)
+            k = (tl.load(K1 + cols[None, :] * sk1t + d[:, None], mask=in1[None, :], other=0.0)
+                 + tl.load(K2 + (cols - T1)[None, :] * sk2t + d[:, None], mask=in2[None, :], other=0.0))  # (DH, N)
+            s = tl.dot(q, k) * scale                                                                     # fp32
+            mk = tl.load(Mb + cols[None, :] * smk, mask=row_ok[:, None] & ok[None, :], other=0.0)
+            # masked keys as -inf: with the mask's -2.4e38 added, the model's masked camera slots gave NaN on an
+            # H100 (not in the interpreter); m_use keeps a block with no visible key from computing -inf - -inf
+            s = tl.where(ok[None, :] & (mk > -1e30), s + mk, float('-inf'))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float('-inf'), 0.0, m_new)
+            alpha = tl.exp(m_i - m_use)
+            p = tl.exp(s - m_use[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = (tl.load(V1 + cols[:, None] * sv1t + d[None, :], mask=in1[:, None], other=0.0)
+                 + tl.load(V2 + (cols - T1)[:, None] * sv2t + d[None, :], mask=in2[:, None], other=0.0))  # (N, DH)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
+        if SPLIT:  # Part: (splits, B * Hkv, Tq * G, DH + 2) fp32: acc, then m and l
+            R = Tq * G
+            P = Part + ((sp * tl.num_programs(0) + bh) * R + rows) * (DH + 2)
+            tl.store(P[:, None] + d[None, :], acc, mask=row_ok[:, None])
+            tl.store(P + DH, m_i, mask=row_ok)
+            tl.store(P + DH + 1, l_i, mask=row_ok)
+        else:
+            o = acc / l_i[:, None]
+            tl.store(O + b * sob + t[:, None] * sot + h[:, None] * soh + d[None, :], o.to(O.dtype.element_ty),
+                     mask=row_ok[:, None])
+
+    @triton.jit
+    def _combine(Part, O, splits, Tq, Hkv, BH, sob, sot, soh,
+                 G: tl.constexpr, DH: tl.constexpr, BLOCK_M: tl.constexpr):
+        """The splits' partial softmaxes of BLOCK_M rows rescaled to their common max and summed."""
+        bh, rb = tl.program_id(0), tl.program_id(1)
+        b, kvh = bh // Hkv, bh % Hkv
+        R = Tq * G
+        rows = rb * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_ok = rows < R
+        t, h = rows // G, kvh * G + rows % G
+        d = tl.arange(0, DH)
+        m = tl.full((BLOCK_M,), float('-inf'), tl.float32)
+        for sp in range(0, splits):
+            m = tl.maximum(m, tl.load(Part + ((sp * BH + bh) * R + rows) * (DH + 2) + DH, mask=row_ok, other=0.0))
+        m = tl.where(m == float('-inf'), 0.0, m)
+        acc = tl.zeros((BLOCK_M, DH), tl.float32)
+        l = tl.zeros((BLOCK_M,), tl.float32)
+        for sp in range(0, splits):
+            P = Part + ((sp * BH + bh) * R + rows) * (DH + 2)
+            w = tl.exp(tl.load(P + DH, mask=row_ok, other=float('-inf')) - m)
+            l += w * tl.load(P + DH + 1, mask=row_ok, other=0.0)
+            acc += w[:, None] * tl.load(P[:, None] + d[None, :], mask=row_ok[:, None], other=0.0)
+        o = acc / l[:, None]
         tl.store(O + b * sob + t[:, None] * sot + h[:, None] * soh + d[None, :], o.to(O.dtype.element_ty),
                  mask=row_ok[:, None])
 
 
-def launch(q, k1, v1, k2, v2, mask, block_m=None, block_n=None, num_warps=None, num_stages=None):
+def launch(q, k1, v1, k2, v2, mask, block_m=None, block_n=None, num_warps=None, num_stages=None, splits=None):
     """q (B, Tq, Hq, Dh), k1/v1 (B, T1, Hkv, Dh) the cached prefix, k2/v2 (B, T2, Hkv, Dh) the action keys, mask
-    additive (B, 1, Tq, T1 + T2) -> (B, Tq, Hq * Dh) in q's dtype. Block sizes default to the module's."""
+    additive (B, 1, Tq, T1 + T2) -> (B, Tq, Hq * Dh) in q's dtype. Block sizes default to the module's; splits (of
+    the keys over more programs, then one more kernel to combine them) to enough for about PROGRAMS programs."""
     B, Tq, Hq, Dh = q.shape
-    Hkv = k1.shape[2]
+    Hkv, T = k1.shape[2], k1.shape[1] + k2.shape[1]
+    G, bm, bn = Hq // Hkv, block_m or BLOCK_M, block_n or BLOCK_N
     q, k1, v1, k2, v2 = (x if x.stride(-1) == 1 else x.contiguous() for x in (q, k1, v1, k2, v2))  # rows of Dh
     o = q.new_empty(B, Tq, Hq, Dh)
-    bm = block_m or BLOCK_M
-    grid = (B * Hkv, triton.cdiv(Tq * (Hq // Hkv), bm))
-    _decode_kernel[grid](q, k1, v1, k2, v2, mask, o, Dh ** -0.5, Tq, k1.shape[1], k2.shape[1], Hkv,
-                         q.stride(0), q.stride(1), q.stride(2), k1.stride(0), k1.stride(1), k1.stride(2),
-                         v1.stride(0), v1.stride(1), v1.stride(2), k2.stride(0), k2.stride(1), k2.stride(2),
-                         v2.stride(0), v2.stride(1), v2.stride(2), mask.stride(0), mask.stride(2), mask.stride(3),
-                         o.stride(0), o.stride(1), o.stride(2), G=Hq // Hkv, DH=Dh, BLOCK_M=bm,
-                         BLOCK_N=block_n or BLOCK_N, num_warps=num_warps or NUM_WARPS,
-                         num_stages=num_stages or NUM_STAGES)
+    programs = B * Hkv * triton.cdiv(Tq * G, bm)
+    if splits is None:
+        splits = max(1, min(PROGRAMS // programs, triton.cdiv(T, bn)))
+    per_split = triton.cdiv(triton.cdiv(T, splits), bn) * bn  # whole key blocks per split
+    splits = triton.cdiv(T, per_split)
+    part = q.new_empty(splits, B * Hkv, Tq * G, Dh + 2, dtype=torch.float32) if splits > 1 else o
+    grid = (B * Hkv, triton.cdiv(Tq * G, bm), splits)
+    _attend[grid](q, k1, v1, k2, v2, mask, o, part, Dh ** -0.5, Tq, k1.shape[1], k2.shape[1], Hkv, per_split,
+                  q.stride(0), q.stride(1), q.stride(2), k1.stride(0), k1.stride(1), k1.stride(2),
+                  v1.stride(0), v1.stride(1), v1.stride(2), k2.stride(0), k2.stride(1), k2.stride(2),
+                  v2.stride(0), v2.stride(1), v2.stride(2), mask.stride(0), mask.stride(2), mask.stride(3),
+                  o.stride(0), o.stride(1), o.stride(2), G=G, DH=Dh, BLOCK_M=bm, BLOCK_N=bn, SPLIT=splits > 1,
+                  num_warps=num_warps or NUM_WARPS, num_stages=num_stages or NUM_STAGES)
+    if splits > 1:
+        _combine[grid[:2]](part, o, splits, Tq, Hkv, B * Hkv, o.stride(0), o.stride(1), o.stride(2), G=G, DH=Dh,
+                           BLOCK_M=bm, num_warps=num_warps or NUM_WARPS)
     return o.view(B, Tq, Hq * Dh)
 
 

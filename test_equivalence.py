@@ -491,13 +491,14 @@ q = torch.randn(B, Tq, Hq, Dh)
 k1, v1, k2, v2 = (torch.randn(B, T, Hkv, Dh) for T in (T1, T1, Tq, Tq))
 valid = torch.ones(B, T1 + Tq, dtype=torch.bool)
 valid[0, 3:6] = valid[1, 17:21] = False  # a masked camera slot, prompt padding
+valid[1, :16] = False  # a whole first key block masked (BLOCK_N 16): no visible key yet
 mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
 ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped')
-for bm, bn in ((16, 16), (32, 64)):
-    got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn)
+for bm, bn, splits in ((16, 16, 1), (16, 16, 2), (32, 64, 1), (16, 8, None)):  # 2: a split across both key kinds
+    got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn, splits=splits)
     err = (got - ref).abs().max().item()
-    assert err < 1e-5, f'kernel (BLOCK_M {bm}, BLOCK_N {bn}) vs grouped: max abs diff {err:.2e}'
-    swapped = decode_attn.launch(q, k1, v1, k2.flip(2), v2.flip(2), mask, block_m=bm, block_n=bn)
+    assert err < 1e-5, f'kernel (BLOCK_M {bm}, BLOCK_N {bn}, splits {splits}) vs grouped: max abs diff {err:.2e}'
+    swapped = decode_attn.launch(q, k1, v1, k2.flip(2), v2.flip(2), mask, block_m=bm, block_n=bn, splits=splits)
     assert (swapped - ref).abs().max().item() > 1e-2, 'the action keys of the other K/V head must change the output'
 print('ok')
 """
@@ -952,24 +953,27 @@ class TestGPU:
         """decode_attn's kernel in bf16 at pi05's denoising shapes (8 query heads over one K/V head, head dim 256,
         50 actions over a 576-key prefix with masked keys): the grouped attention's outputs to bf16 rounding, for
         each block size the sweep script tries; and compiled sample_actions(denoise_attn='triton') launches it."""
+        import torch._dynamo
         torch.manual_seed(0)
-        B, Tq, Dh, T1 = 2, 50, 256, 576
+        B, Tq, Dh = 3, 50, 256
         bf = dict(device='cuda', dtype=torch.bfloat16)
-        q = torch.randn(B, Tq, 8, Dh, **bf)
-        k1, v1, k2, v2 = (torch.randn(B, T, 1, Dh, **bf) for T in (T1, T1, Tq, Tq))
-        valid = torch.ones(B, T1 + Tq, dtype=torch.bool, device='cuda')
-        valid[0, 256:512] = valid[1, 540:576] = False  # a masked camera slot, prompt padding
-        mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
-        ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped').float()
-        for bm, bn, warps in ((16, 64, 4), (32, 64, 4), (64, 32, 8)):
-            got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn, num_warps=warps).float()
-            err = ((got - ref).norm() / ref.norm()).item()
-            assert err < 1e-2, f'kernel (BLOCK_M {bm}, BLOCK_N {bn}) vs grouped: relative error {err:.2e}'
+        for T1 in (216, 576):  # 216: a partial last prefix block at every BLOCK_N
+            q = torch.randn(B, Tq, 8, Dh, **bf)
+            k1, v1, k2, v2 = (torch.randn(B, T, 1, Dh, **bf) for T in (T1, T1, Tq, Tq))
+            valid = torch.ones(B, T1 + Tq, dtype=torch.bool, device='cuda')
+            valid[0, :128] = False  # whole key blocks masked before any visible key (a missing first camera)
+            valid[1, 128:192] = valid[2, T1 - 20:T1] = False  # a masked camera slot, prompt padding
+            mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
+            ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped').float()
+            for bm, bn, warps, splits in ((16, 64, 4, 1), (16, 128, 4, 1), (32, 64, 4, 3), (64, 32, 8, 1), (16, 64, 4, 8)):
+                got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn, num_warps=warps,
+                                         splits=splits).float()
+                err = ((got - ref).norm() / ref.norm()).item()
+                assert err < 1e-2, f'T1 {T1}, kernel {bm}/{bn}/{warps} warps/{splits} splits vs grouped: {err:.2e}'
         blind = mask.clone()
-        blind[..., 256:512] = 0.0  # the masked camera slot made visible: a different function
+        blind[..., 128:192] = 0.0  # the masked camera slot made visible: a different function
         err = ((decode_attn.launch(q, k1, v1, k2, v2, blind).float() - ref).norm() / ref.norm()).item()
         assert err > 5e-2, f'the mask must matter: {err:.2e}'
-        import torch._dynamo
         cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
         m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
         m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)

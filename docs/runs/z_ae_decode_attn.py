@@ -3,10 +3,11 @@
 Both are timed as the served call runs them: 18 calls (one per expert layer) captured in one CUDA graph, the
 replay timed with CUDA events and divided by 18, so launch overhead is left out as in serve.GraphedSampler. The
 grouped attention is compiled by inductor (fullgraph) as one function with its two key concatenations, as a
-denoising step compiles it. The kernel is swept over block sizes, warps and pipeline stages; each configuration is
-checked against the grouped outputs first. The last line names the fastest at batch 1:
-    python docs/runs/z_ae_decode_attn.py            # ~1-2 min on an H100
-    DEFAULTS <BLOCK_M> <BLOCK_N> <NUM_WARPS> <NUM_STAGES>
+denoising step compiles it. The kernel is swept over block sizes, warps, pipeline stages and key splits; each configuration is
+checked against the grouped outputs first. The last line names the fastest at batch 1 (PROGRAMS: its key splits
+times its row blocks, which decode_attn.launch's default split count aims at):
+    python docs/runs/z_ae_decode_attn.py            # ~2 min on an H100
+    DEFAULTS <BLOCK_M> <BLOCK_N> <NUM_WARPS> <NUM_STAGES> <PROGRAMS>
 """
 import itertools
 import os
@@ -66,21 +67,23 @@ def main():
         with torch.no_grad():
             ref = grouped(*x)
             print(f'| {B} | grouped (inductor, two products + softmax + concatenations) | {per_call_us(lambda: grouped(*x)):.1f} | 0 |', flush=True)
-            for bm, bn, warps, stages in itertools.product((16, 32, 64), (32, 64, 128), (4, 8), (2, 3)):
-                cfg = dict(block_m=bm, block_n=bn, num_warps=warps, num_stages=stages)
+            for bm, bn, warps, stages, splits in itertools.product((16, 32), (64, 128), (4, 8), (2, 3), (1, 2, 4, 8)):
+                if B > 1 and splits > 2:  # batch 8 has 8x the programs already
+                    continue
+                cfg = dict(block_m=bm, block_n=bn, num_warps=warps, num_stages=stages, splits=splits)
                 try:
                     got = decode_attn.launch(*x, **cfg)
                 except Exception as err:  # e.g. out of shared memory at the largest tiles
-                    print(f'| {B} | kernel {bm}/{bn}/{warps}/{stages}: failed ({type(err).__name__}) | | |', flush=True)
+                    print(f'| {B} | kernel {bm}/{bn}/{warps}/{stages}/{splits}: failed ({type(err).__name__}) | | |', flush=True)
                     continue
                 diff = (got.float() - ref.float()).abs().max().item()
                 if diff > 5e-2:
-                    print(f'| {B} | kernel {bm}/{bn}/{warps}/{stages}: WRONG | | {diff:.2e} |', flush=True)
+                    print(f'| {B} | kernel {bm}/{bn}/{warps}/{stages}/{splits}: WRONG | | {diff:.2e} |', flush=True)
                     continue
                 us = per_call_us(lambda: decode_attn.launch(*x, **cfg))
-                print(f'| {B} | kernel BLOCK_M {bm} / BLOCK_N {bn} / {warps} warps / {stages} stages | {us:.1f} | {diff:.2e} |', flush=True)
-                if B == 1 and us < best.get('us', float('inf')):
-                    best = dict(us=us, cfg=(bm, bn, warps, stages))
+                print(f'| {B} | kernel BLOCK_M {bm} / BLOCK_N {bn} / {warps} warps / {stages} stages / {splits} splits | {us:.1f} | {diff:.2e} |', flush=True)
+                if B == 1 and us < best.get('us', float('inf')):  # PROGRAMS: the programs this split count makes
+                    best = dict(us=us, cfg=(bm, bn, warps, stages, splits * -(-TQ * 8 // bm)))
     print('DEFAULTS', *best['cfg'])
 
 

@@ -4,24 +4,25 @@
 # attention as one Triton kernel reading the prefix and action keys in place, in place of the six kernels (two
 # products, softmax, two concatenations, a view copy) that take ~14 us of each 54.5 us expert layer-step
 # (docs/closed_loop/ah_results.txt part 3).
-# 1. docs/runs/z_ae_decode_attn.py: the kernel alone at pi05's shapes, 36 block configurations checked against the
-#    grouped attention and timed inside a CUDA graph, beside inductor's grouped attention; its fastest configuration at
-#    batch 1 is written into this copy's decode_attn.py defaults (the record says which; commit them after).
+# 1. docs/runs/z_ae_decode_attn.py: the kernel alone at pi05's shapes, 64 configurations (blocks, warps, stages,
+#    key splits) checked against the grouped attention and timed inside a CUDA graph, beside inductor's grouped
+#    attention; its fastest configuration at batch 1 is written into this copy's decode_attn.py defaults (the record
+#    says which; commit them after).
 # 2. The GPU tests of the kernel, the denoising attentions, the whole-step graph and serving (serve.GraphedSampler
 #    now runs grouped at every batch size with whole-step graphs: its GPU tests have not run since).
 # 3. bench.py's 'step' row (serve.py's default) against 'triton' (the same with the kernel), batch 1 / 8 / 32, with
 #    their kernel lists.
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
-timeout $(left 170) python3 docs/runs/z_ae_decode_attn.py > $L/decode_sweep.txt 2>&1; el "sweep rc $?"
+timeout $(left 190) python3 docs/runs/z_ae_decode_attn.py > $L/decode_sweep.txt 2>&1; el "sweep rc $?"
 grep "^| 1 | grouped\|^| 8 | grouped" $L/decode_sweep.txt; grep "^| 1 |" $L/decode_sweep.txt | sort -t'|' -k4 -n | head -5
 grep "^| 8 |" $L/decode_sweep.txt | sort -t'|' -k4 -n | head -3; grep "WRONG\|failed\|Error" $L/decode_sweep.txt | head -5
-read -r _ BM BN NW NS <<< "$(grep '^DEFAULTS' $L/decode_sweep.txt)"
-if [ -n "$NS" ]; then
-  sed -i "s/^BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = [0-9]*, [0-9]*, [0-9]*, [0-9]*/BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = $BM, $BN, $NW, $NS/" decode_attn.py
-  el "defaults now: $(grep '^BLOCK_M, BLOCK_N' decode_attn.py)"
+read -r _ BM BN NW NS PR <<< "$(grep '^DEFAULTS' $L/decode_sweep.txt)"
+if [ -n "$PR" ]; then
+  sed -i "s/^BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = [0-9]*, [0-9]*, [0-9]*, [0-9]*/BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = $BM, $BN, $NW, $NS/; s/^PROGRAMS = [0-9]*/PROGRAMS = $PR/" decode_attn.py
+  el "defaults now: $(grep '^BLOCK_M, BLOCK_N\|^PROGRAMS' decode_attn.py | cut -c1-60 | tr '\n' ' ')"
 fi
-timeout $(left 380) python3 -m pytest -q test_equivalence.py test_serve.py \
+timeout $(left 390) python3 -m pytest -q test_equivalence.py test_serve.py \
   -k "TestGPU and (triton or denoising_attention or grouped or replay or real_time or whole_step or autotune or cpu_replies)" \
   > $L/gpu_tests.txt 2>&1; el "gpu tests"; grep -E "passed|failed|Error|assert" $L/gpu_tests.txt | tail -n 8 | cut -c1-220
 timeout $(left 590) python3 bench.py --infer=True --infer_calls=50 --infer_variants=step,triton --out_dir=$OUT/bench \
