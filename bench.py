@@ -381,8 +381,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
     and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps, and
-    ('step', opt-in, after those) grouped with each plain denoising step one graph (model.compile_denoise_step), and
-    ('triton', opt-in, last) the same with decode_attn.py's kernel for the denoising attention; a
+    ('step', after those: serve.py's) grouped with each plain denoising step one graph (model.compile_denoise_step),
+    and ('triton', opt-in, last) the same with decode_attn.py's kernel for the denoising attention; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
@@ -460,15 +460,15 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs = {}  # each variant's replay at the last batch size
-        compiled = fused_sampler = direct = replay = whole_step = None
+        compiled = fused_sampler = direct = replay = denoise_compiled = None
         for key in [v for v in variants if v in chosen]:
             name, fused = variants[key], key != 'separate'
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
             attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton'}.get(key)
-            if key in ('step', 'triton') and not whole_step:  # from here on model.denoise runs the whole-step graph
+            if key in ('step', 'triton') and not denoise_compiled:  # from here on model.denoise is one graph
                 M.compile_denoise_step(model)
-                whole_step = True
+                denoise_compiled = True
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn, whole_step=False)  # per layer, as each row says
             compiled = True

@@ -24,8 +24,8 @@ try:
 except ImportError:  # the CPU build of torch comes without triton; 'triton' then runs model.attention's 'grouped'
     triton = None
 
-BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = 16, 128, 4, 2  # H100, 2026-12-06: 17.4 us per call with one key split
-PROGRAMS = 132  # launch's default split count aims at about this many programs (an H100 has 132 SMs); untimed
+BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = 16, 128, 4, 2  # the fastest without key splits (H100, 2026-12-06)
+PROGRAMS = 0  # key splits aim at about this many programs (an H100 has 132 SMs); 0: none (splits are untimed)
 INTERPRET = os.environ.get('TRITON_INTERPRET') == '1'  # Triton's own switch: its kernels run on the CPU (tests)
 
 
@@ -33,7 +33,9 @@ def usable(q):
     """Whether the kernel can serve this call: triton importable, a CUDA tensor (or Triton's interpreter on), no
     gradient wanted (a guided real-time-chunking step differentiates through the attention: the kernel has no
     backward)."""
-    return triton is not None and (q.is_cuda or INTERPRET) and not (torch.is_grad_enabled() and q.requires_grad)
+    half = q.dtype in (torch.bfloat16, torch.float16)  # fp32 inputs would get TF32 products, below 'grouped's fp32
+    return (triton is not None and ((q.is_cuda and half) or INTERPRET)
+            and not (torch.is_grad_enabled() and q.requires_grad))
 
 
 if triton is not None:
@@ -69,8 +71,8 @@ if triton is not None:
                  + tl.load(K2 + (cols - T1)[None, :] * sk2t + d[:, None], mask=in2[None, :], other=0.0))  # (DH, N)
             s = tl.dot(q, k) * scale                                                                     # fp32
             mk = tl.load(Mb + cols[None, :] * smk, mask=row_ok[:, None] & ok[None, :], other=0.0)
-            # masked keys as -inf: with the mask's -2.4e38 added, the model's masked camera slots gave NaN on an
-            # H100 (not in the interpreter); m_use keeps a block with no visible key from computing -inf - -inf
+            # masked keys (the additive mask's -2.4e38) as -inf, so no logit near the float range's end is scaled
+            # or subtracted; m_use keeps a block with no visible key yet from computing -inf - -inf
             s = tl.where(ok[None, :] & (mk > -1e30), s + mk, float('-inf'))
             m_new = tl.maximum(m_i, tl.max(s, 1))
             m_use = tl.where(m_new == float('-inf'), 0.0, m_new)
@@ -119,20 +121,25 @@ if triton is not None:
                  mask=row_ok[:, None])
 
 
+def split_keys(T, block_n, splits):
+    """-> (splits, keys per split): whole key blocks per split, so a request for more splits than key blocks, or
+    one that does not divide them, gives fewer."""
+    per_split = triton.cdiv(triton.cdiv(T, splits), block_n) * block_n
+    return triton.cdiv(T, per_split), per_split
+
+
 def launch(q, k1, v1, k2, v2, mask, block_m=None, block_n=None, num_warps=None, num_stages=None, splits=None):
     """q (B, Tq, Hq, Dh), k1/v1 (B, T1, Hkv, Dh) the cached prefix, k2/v2 (B, T2, Hkv, Dh) the action keys, mask
     additive (B, 1, Tq, T1 + T2) -> (B, Tq, Hq * Dh) in q's dtype. Block sizes default to the module's; splits (of
-    the keys over more programs, then one more kernel to combine them) to enough for about PROGRAMS programs."""
+    the keys over more programs, then one more kernel to combine them) to about PROGRAMS programs (0: no splits)."""
     B, Tq, Hq, Dh = q.shape
     Hkv, T = k1.shape[2], k1.shape[1] + k2.shape[1]
     G, bm, bn = Hq // Hkv, block_m or BLOCK_M, block_n or BLOCK_N
     q, k1, v1, k2, v2 = (x if x.stride(-1) == 1 else x.contiguous() for x in (q, k1, v1, k2, v2))  # rows of Dh
     o = q.new_empty(B, Tq, Hq, Dh)
-    programs = B * Hkv * triton.cdiv(Tq * G, bm)
     if splits is None:
-        splits = max(1, min(PROGRAMS // programs, triton.cdiv(T, bn)))
-    per_split = triton.cdiv(triton.cdiv(T, splits), bn) * bn  # whole key blocks per split
-    splits = triton.cdiv(T, per_split)
+        splits = max(1, PROGRAMS // (B * Hkv * triton.cdiv(Tq * G, bm)))
+    splits, per_split = split_keys(T, bn, splits)
     part = q.new_empty(splits, B * Hkv, Tq * G, Dh + 2, dtype=torch.float32) if splits > 1 else o
     grid = (B * Hkv, triton.cdiv(Tq * G, bm), splits)
     _attend[grid](q, k1, v1, k2, v2, mask, o, part, Dh ** -0.5, Tq, k1.shape[1], k2.shape[1], Hkv, per_split,

@@ -226,6 +226,14 @@ def attention(q, k, v, mask, impl):
     return o.transpose(1, 2).reshape(B, Tq, Hq * Dh)
 
 
+DENOISE_ATTN = (None, 'sdpa', 'eager', 'flex', 'grouped', 'triton')  # sample_actions' denoise_attn values
+
+
+def check_denoise_attn(value):
+    if value not in DENOISE_ATTN:
+        raise ValueError(f"denoise_attn={value!r}: use one of {', '.join(map(repr, DENOISE_ATTN))}")
+
+
 def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     """One stream's pre-attention norm, projections and RoPE -> q, k, v (B, T, heads, Dh) and the adaRMS gate."""
     B, T, _ = x.shape
@@ -292,7 +300,7 @@ class JointLayer(nn.Module):
         two adaRMS norms' Dense outputs for cond, computed ahead for all steps of a call (Pi05.step_conditions)."""
         q, k, v, gate = qkv(self.expert, xs, cos, sin, self.cfg.head_dim, cond, mods[0])
         if attn_impl == 'triton' and decode_attn.usable(q):  # one kernel reading the prefix and action keys in place
-            o = decode_attn.attention(q, kp, k, vp, v, mask)
+            o = decode_attn.attention(q, kp, vp, k, v, mask)
         else:  # 'triton' without its kernel (CPU, or a guided step's gradient) computes the same as 'grouped'
             impl = 'grouped' if attn_impl == 'triton' else attn_impl
             o = attention(q, torch.cat([kp, k], 1), torch.cat([vp, v], 1), mask, impl)
@@ -662,8 +670,7 @@ class Pi05(nn.Module):
         does the same in one Triton kernel on a GPU (decode_attn.py; elsewhere it runs 'grouped'). Guided calls run
         'grouped' for 'grouped' and 'triton' (plain differentiable ops) and otherwise keep attn_impl's (flex has no
         backward for these shapes)."""
-        if denoise_attn not in (None, 'sdpa', 'eager', 'flex', 'grouped', 'triton'):
-            raise ValueError(f"denoise_attn={denoise_attn!r}: use None, 'sdpa', 'eager', 'flex', 'grouped' or 'triton'")
+        check_denoise_attn(denoise_attn)
         grouped = denoise_attn in ('grouped', 'triton')
         cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None)
         B = cache['valid'].shape[0]
@@ -726,9 +733,10 @@ class Pi05(nn.Module):
         B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
         impl = denoise_attn or self.attn_impl(actions_only=True, inference=True)
-        # 'grouped': masked zero keys after the prefix, a key count that is a multiple of 8 should let cuBLAS run the
-        # attention's two products with its 16-byte-aligned kernels (Tp + 50 keys gave 2-element-aligned ones)
-        pad = -(Lp + H) % 8 if impl == 'grouped' else 0
+        # 'grouped' (and 'triton', whose guided steps run 'grouped'): masked zero keys after the prefix, a key count
+        # that is a multiple of 8, so cuBLAS runs the attention's two products with its 16-byte-aligned kernels
+        # (Tp + 50 keys gave 2-element-aligned ones)
+        pad = -(Lp + H) % 8 if impl in ('grouped', 'triton') else 0
         if pad:
             kv = [(F.pad(k, (0, 0, 0, 0, 0, pad)), F.pad(v, (0, 0, 0, 0, 0, pad))) for k, v in kv]
         keys = torch.cat([valid, valid.new_zeros(B, pad), valid.new_ones(B, H)], 1)

@@ -115,19 +115,21 @@ class GraphedSampler:
     """sample_actions replayed from a CUDA graph, one graph per input shape (batch size, camera slots, prompt
     slots), captured on first use; with compile=True the inference layers are compiled first (model.compile_inference),
     which cuts the kernels per call by about three. The graph reads its inputs from static buffers and writes its
-    output to a static buffer, so a call is: copy in, replay, copy out."""
+    output to a static buffer, so a call is: copy in, replay, copy out.
+    denoise_attn: sample_actions' for the plain denoising steps ('grouped'; None runs the layers' sdpa).
+    whole_step (with compile): each plain denoising step compiled as one graph rather than layer by layer."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
                  whole_step=True):
         self.model, self.num_steps, self.graphs = model, num_steps, {}
-        # sample_actions' denoise_attn, at every batch size: 'grouped' (pi05's 8 query heads stacked over its one K/V
-        # head, two small GEMMs) beat the layers' sdpa (None) at batch 1 / 8 / 32 on an H100 with the padded keys:
-        # 18.8 / 55.9 / 201.3 against 27.4 / 63.7 / 209.3 ms (bench.py --infer=True, 2026-12-06); 'flex' took 71 ms
+        # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
+        # 'grouped' 18.8 / 55.9 / 201.3 ms at batch 1 / 8 / 32 against sdpa's 27.4 / 63.7 / 209.3; whole steps 18.6 /
+        # 55.6 / 200.0 against 19.1 / 56.0 / 201.9 layer by layer (infer_2026-12-06b_h100_grouped_step.log)
+        M.check_denoise_attn(denoise_attn)  # here, not at the first request's capture
         self.denoise_attn = denoise_attn
         if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections): pi05 batch 1 27.9 -> 25.6 ms on an H200
             M.fuse_projections(model)
         if compile:  # compile_mode: torch.compile's (None: inductor's default; 'max-autotune-no-cudagraphs' tunes GEMMs)
-            # whole_step: each plain denoising step one graph, 190 kernels fewer per call (H100: 18.6 against 19.1 ms)
             M.compile_inference(model, mode=compile_mode, whole_step=whole_step)
 
     def capture(self, batch, noise, guided=None):

@@ -445,8 +445,8 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     """sample_actions(denoise_attn=impl) runs `impl` in every denoising step and gives the same actions as the
     reference, eager and compiled (the mask an input of the shared graph): 'flex' (FlexAttention with the BlockMask
     of the action rows; the K/V heads repeated for these short queries), 'grouped', and 'triton', which on a CPU
-    (no kernel) runs 'grouped' over unpadded keys. A guided call keeps attn_impl's attention with 'flex' (no
-    FlexAttention backward) and runs 'grouped' for the other two (its guidance too)."""
+    (no kernel) runs 'grouped'. A guided call keeps attn_impl's attention with 'flex' (no FlexAttention backward)
+    and runs 'grouped' for the other two (its guidance too)."""
     from torch._dynamo.utils import counters
     import torch._dynamo
     kind = 'grouped' if impl == 'triton' else impl  # what M.attention is asked for
@@ -458,7 +458,7 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     with torch.no_grad():  # 72 prefix + 43 action keys: 'grouped' pads the cached prefix with 5 masked keys
         prefix_keys = {kind: m.prefix_cache(b, kind)['kv'][0][0].shape[1] for kind in ('eager', impl)}
     assert prefix_keys['eager'] + cfg.action_horizon == 115
-    assert prefix_keys[impl] == (120 - cfg.action_horizon if impl == 'grouped' else 72), prefix_keys  # triton: 72
+    assert prefix_keys[impl] == (72 if impl == 'flex' else 120 - cfg.action_horizon), prefix_keys
     used, attention = [], M.attention
     monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, kind: used.append(kind) or attention(q, k, v, mask, kind))
     assert_close(m.sample_actions(b, noise=x0, denoise_attn=impl), ref, f'{impl} denoising attention vs eager')
@@ -481,6 +481,32 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
     assert not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
     with pytest.raises(ValueError, match="denoise_attn='gqa'"):
         m.sample_actions(b, noise=x0, denoise_attn='gqa')
+
+
+def test_triton_denoising_attention_hands_the_kernel_its_keys_and_values(monkeypatch):
+    """Where decode_attn's kernel runs (a GPU), denoise_step hands it the cached prefix's K and V and the action
+    tokens' K and V in launch()'s order (q, k1, v1, k2, v2, mask). Here the kernel is stood in for by the eager
+    attention over the same arguments: plain sampling gives the reference's actions through it in every step, and a
+    guided step (a gradient through the attention) does not call it."""
+    cfg = replace(CFG, depth=3, heads=4, kv_heads=2, action_horizon=43)
+    m, b = make_model(cfg), make_batch(cfg)
+    x0, _ = noise_time(cfg, seed=8)
+    ref = m.sample_actions(b, noise=x0)
+    calls = []
+
+    def kernel(q, k1, v1, k2, v2, mask):  # launch()'s contract, computed by the reference attention
+        calls.append(k1.shape[1])
+        return M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'eager')
+    monkeypatch.setattr(decode_attn, 'usable', lambda q: not (torch.is_grad_enabled() and q.requires_grad))
+    monkeypatch.setattr(decode_attn, 'attention', kernel)
+    assert_close(m.sample_actions(b, noise=x0, denoise_attn='triton'), ref, 'triton (stand-in kernel) vs eager')
+    assert calls == [120 - cfg.action_horizon] * (10 * cfg.depth), calls  # the padded prefix, every layer-step
+    calls.clear()
+    guide = torch.randn(x0.shape, generator=torch.Generator().manual_seed(2))
+    weights = M.rtc_weights(cfg.action_horizon, 4, 2)[None, :, None].expand_as(x0)
+    guided = m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights, denoise_attn='triton')
+    assert not calls, 'a guided step differentiates through the attention: the kernel has no backward'
+    assert_close(guided, m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights), 'triton guided vs eager')
 
 
 TRITON_INTERPRETER_CHECK = """
@@ -983,8 +1009,8 @@ class TestGPU:
         ref = m.sample_actions(b, noise=x0, denoise_attn='grouped').float()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             got = m.sample_actions(b, noise=x0, denoise_attn='triton').float()
-        launched = sum(e.count for e in prof.key_averages() if '_decode_kernel' in e.key)
-        assert launched == 10 * cfg.depth, f'{launched} decode kernels, expected {10 * cfg.depth}'
+        launched = sum(e.count for e in prof.key_averages() if '_attend' in e.key)
+        assert launched == 10 * cfg.depth, f'{launched} decode_attn kernels, expected {10 * cfg.depth}'
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'triton vs grouped denoising attention, compiled whole steps: relative error {err:.2e}'
 

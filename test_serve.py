@@ -275,6 +275,15 @@ def test_eval_script_end_to_end_writes_csv_and_plot_and_repeats_exactly(trained,
     assert (tmp_path / 'b' / 'episodes.csv').read_text().splitlines() == rows, 'evaluation must repeat exactly'
 
 
+def test_graphed_sampler_refuses_an_unknown_denoising_attention_when_built():
+    """A wrong denoise_attn (the retired 'auto', say) is refused when the sampler is built, naming the allowed
+    values, not at the first request's graph capture."""
+    model = M.Pi05(M.configs['tiny'])
+    with pytest.raises(ValueError, match="denoise_attn='auto': use one of None, 'sdpa'"):
+        serve.GraphedSampler(model, compile=False, fuse=False, denoise_attn='auto')
+    assert serve.GraphedSampler(model, compile=False, fuse=False).denoise_attn == 'grouped'
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
 class TestGPU:
     def test_cuda_graph_replay_matches_direct_calls(self, trained):
@@ -295,6 +304,7 @@ class TestGPU:
         sdpa_plain = serve.GraphedSampler(pol.model, compile=False, fuse=False, denoise_attn=None)
         assert torch.equal(sdpa_plain(batch, noise), sdpa), 'denoise_attn=None must replay the layers own attention'
         fast = serve.GraphedSampler(pol.model, fuse=False)  # compiled (each plain step one graph): bf16 rounding differs
+        assert 'denoise' in vars(pol.model), 'whole_step=True must compile Pi05.denoise as one graph'
         got = fast(batch, noise)
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'compiled + graph vs eager: relative error {err:.2e}'

@@ -3,7 +3,7 @@
 Both are timed as the served call runs them: 18 calls (one per expert layer) captured in one CUDA graph, the
 replay timed with CUDA events and divided by 18, so launch overhead is left out as in serve.GraphedSampler. The
 grouped attention is compiled by inductor (fullgraph) as one function with its two key concatenations, as a
-denoising step compiles it. The kernel is swept over block sizes, warps, pipeline stages and key splits; each configuration is
+denoising step compiles it; both get the prefix padded to a multiple of 8 keys, as Pi05.prefix_cache pads it. The kernel is swept over block sizes, warps, pipeline stages and key splits; each configuration is
 checked against the grouped outputs first. The last line names the fastest at batch 1 (PROGRAMS: its key splits
 times its row blocks, which decode_attn.launch's default split count aims at):
     python docs/runs/z_ae_decode_attn.py            # ~2 min on an H100
@@ -24,13 +24,17 @@ LAYERS, T1, TQ, DH = 18, 576, 50, 256  # pi05: 18 expert layers; LIBERO's bucket
 
 
 def inputs(B):
+    """As Pi05.prefix_cache makes them for 'grouped' and 'triton': the prefix padded with masked zero keys to a
+    key count that is a multiple of 8."""
     g = torch.Generator(device='cuda').manual_seed(0)
     bf = dict(device='cuda', dtype=torch.bfloat16, generator=g)
+    pad = -(T1 + TQ) % 8
     q = torch.randn(B, TQ, 8, DH, **bf)
-    k1, v1, k2, v2 = (torch.randn(B, T, 1, DH, **bf) for T in (T1, T1, TQ, TQ))
-    valid = torch.ones(B, T1 + TQ, dtype=torch.bool, device='cuda')
-    valid[:, 560:T1] = False  # prompt padding
-    return q, k1, v1, k2, v2, flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
+    k1, v1 = (torch.nn.functional.pad(torch.randn(B, T1, 1, DH, **bf), (0, 0, 0, 0, 0, pad)) for _ in range(2))
+    k2, v2 = (torch.randn(B, TQ, 1, DH, **bf) for _ in range(2))
+    valid = torch.ones(B, T1 + pad + TQ, dtype=torch.bool, device='cuda')
+    valid[:, 560:T1 + pad] = False  # prompt padding, then the pad keys
+    return q, k1, v1, k2, v2, flex_mask.additive_mask(valid, T1 + pad, torch.float32, q_start=T1 + pad)
 
 
 def per_call_us(fn, reps=50):
@@ -63,13 +67,17 @@ def main():
     best = {}
     print('| batch | attention | us per call | max abs diff vs grouped |\n|---|---|---|---|')
     for B in (1, 8):
-        x = inputs(B)
+        x, seen = inputs(B), set()
         with torch.no_grad():
             ref = grouped(*x)
             print(f'| {B} | grouped (inductor, two products + softmax + concatenations) | {per_call_us(lambda: grouped(*x)):.1f} | 0 |', flush=True)
             for bm, bn, warps, stages, splits in itertools.product((16, 32), (64, 128), (4, 8), (2, 3), (1, 2, 4, 8)):
                 if B > 1 and splits > 2:  # batch 8 has 8x the programs already
                     continue
+                splits = decode_attn.split_keys(x[1].shape[1] + TQ, bn, splits)[0]  # what launch() will run
+                if (bm, bn, warps, stages, splits) in seen:
+                    continue
+                seen.add((bm, bn, warps, stages, splits))
                 cfg = dict(block_m=bm, block_n=bn, num_warps=warps, num_stages=stages, splits=splits)
                 try:
                     got = decode_attn.launch(*x, **cfg)
