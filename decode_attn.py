@@ -40,14 +40,14 @@ def usable(q):
 
 if triton is not None:
     @triton.jit
-    def _attend(Q, K1, V1, K2, V2, Mask, O, Part, scale, Tq, T1, T2, Hkv, keys_per_split,
+    def decode_attention_kernel(Q, K1, V1, K2, V2, Mask, O, Part, scale, Tq, T1, T2, Hkv, keys_per_split,
                 sqb, sqt, sqh, sk1b, sk1t, sk1h, sv1b, sv1t, sv1h, sk2b, sk2t, sk2h, sv2b, sv2t, sv2h,
                 smb, smq, smk, sob, sot, soh,
                 G: tl.constexpr, DH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                 SPLIT: tl.constexpr):
         """BLOCK_M stacked rows of one K/V head over one split of the keys (all of them when not SPLIT): key j < T1
         is the cached prefix's j, key T1 + j the action keys' j, as the mask orders them. Not SPLIT: the output.
-        SPLIT: the unnormalised output, the running max and the sum for _combine, in Part."""
+        SPLIT: the unnormalised output, the running max and the sum for decode_attention_combine, in Part."""
         bh, rb, sp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         b, kvh = bh // Hkv, bh % Hkv
         rows = rb * BLOCK_M + tl.arange(0, BLOCK_M)  # stacked rows in (query, head) order
@@ -95,7 +95,7 @@ if triton is not None:
                      mask=row_ok[:, None])
 
     @triton.jit
-    def _combine(Part, O, splits, Tq, Hkv, BH, sob, sot, soh,
+    def decode_attention_combine(Part, O, splits, Tq, Hkv, BH, sob, sot, soh,
                  G: tl.constexpr, DH: tl.constexpr, BLOCK_M: tl.constexpr):
         """The splits' partial softmaxes of BLOCK_M rows rescaled to their common max and summed."""
         bh, rb = tl.program_id(0), tl.program_id(1)
@@ -142,15 +142,16 @@ def launch(q, k1, v1, k2, v2, mask, block_m=None, block_n=None, num_warps=None, 
     splits, per_split = split_keys(T, bn, splits)
     part = q.new_empty(splits, B * Hkv, Tq * G, Dh + 2, dtype=torch.float32) if splits > 1 else o
     grid = (B * Hkv, triton.cdiv(Tq * G, bm), splits)
-    _attend[grid](q, k1, v1, k2, v2, mask, o, part, Dh ** -0.5, Tq, k1.shape[1], k2.shape[1], Hkv, per_split,
-                  q.stride(0), q.stride(1), q.stride(2), k1.stride(0), k1.stride(1), k1.stride(2),
-                  v1.stride(0), v1.stride(1), v1.stride(2), k2.stride(0), k2.stride(1), k2.stride(2),
-                  v2.stride(0), v2.stride(1), v2.stride(2), mask.stride(0), mask.stride(2), mask.stride(3),
-                  o.stride(0), o.stride(1), o.stride(2), G=G, DH=Dh, BLOCK_M=bm, BLOCK_N=bn, SPLIT=splits > 1,
-                  num_warps=num_warps or NUM_WARPS, num_stages=num_stages or NUM_STAGES)
+    decode_attention_kernel[grid](
+        q, k1, v1, k2, v2, mask, o, part, Dh ** -0.5, Tq, k1.shape[1], k2.shape[1], Hkv, per_split,
+        q.stride(0), q.stride(1), q.stride(2), k1.stride(0), k1.stride(1), k1.stride(2),
+        v1.stride(0), v1.stride(1), v1.stride(2), k2.stride(0), k2.stride(1), k2.stride(2),
+        v2.stride(0), v2.stride(1), v2.stride(2), mask.stride(0), mask.stride(2), mask.stride(3),
+        o.stride(0), o.stride(1), o.stride(2), G=G, DH=Dh, BLOCK_M=bm, BLOCK_N=bn, SPLIT=splits > 1,
+        num_warps=num_warps or NUM_WARPS, num_stages=num_stages or NUM_STAGES)
     if splits > 1:
-        _combine[grid[:2]](part, o, splits, Tq, Hkv, B * Hkv, o.stride(0), o.stride(1), o.stride(2), G=G, DH=Dh,
-                           BLOCK_M=bm, num_warps=num_warps or NUM_WARPS)
+        decode_attention_combine[grid[:2]](part, o, splits, Tq, Hkv, B * Hkv, o.stride(0), o.stride(1), o.stride(2),
+                                           G=G, DH=Dh, BLOCK_M=bm, num_warps=num_warps or NUM_WARPS)
     return o.view(B, Tq, Hq * Dh)
 
 

@@ -1009,7 +1009,7 @@ class TestGPU:
         ref = m.sample_actions(b, noise=x0, denoise_attn='grouped').float()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             got = m.sample_actions(b, noise=x0, denoise_attn='triton').float()
-        launched = sum(e.count for e in prof.key_averages() if '_attend' in e.key)
+        launched = sum(e.count for e in prof.key_averages() if 'decode_attention_kernel' in e.key)
         assert launched == 10 * cfg.depth, f'{launched} decode_attn kernels, expected {10 * cfg.depth}'
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'triton vs grouped denoising attention, compiled whole steps: relative error {err:.2e}'
