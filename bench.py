@@ -402,7 +402,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     torch.manual_seed(seed)
     model = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16 if device == 'cuda' else torch.float32)
     perturb(model)
-    model.set_param_dtype(torch.bfloat16 if device == 'cuda' else torch.float32).eval().requires_grad_(False)
+    model.set_param_dtype(torch.bfloat16 if device == 'cuda' else torch.float32, inference=True)  # as serve.Policy
+    model.eval().requires_grad_(False)
     sync = torch.cuda.synchronize if device == 'cuda' else (lambda: None)
     g = torch.Generator().manual_seed(seed)
 
@@ -514,7 +515,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             torch.manual_seed(seed)
             tuned = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16)
             perturb(tuned)
-            tuned.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+            tuned.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
             sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None,
                                            whole_step=False)
             name = 'fused projections, max-autotune'

@@ -198,8 +198,8 @@ class Policy:
             torch.manual_seed(0)  # 'init' weights are the same every time
         self.model = M.build(self.cfg, self.device, attn='sdpa', compute_dtype=torch.bfloat16 if cuda else torch.float32,
                              init_from=init)
-        if cuda:  # bf16 weights for serving, except those openpi keeps in fp32
-            self.model.set_param_dtype(torch.bfloat16)
+        if cuda:  # bf16 weights for serving, except those openpi keeps in fp32 and computes in fp32
+            self.model.set_param_dtype(torch.bfloat16, inference=True)
         self.model.eval().requires_grad_(False)
         self.keys = {c: f'observation/{c}' for c in info['cameras']}
         self.keys.update(state='observation/state', prompt='prompt', **(keys or {}))

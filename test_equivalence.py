@@ -509,6 +509,31 @@ def test_triton_denoising_attention_hands_the_kernel_its_keys_and_values(monkeyp
     assert_close(guided, m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights), 'triton guided vs eager')
 
 
+def test_inference_dtype_keeps_the_actions_bit_identical():
+    """set_param_dtype(bf16, inference=True), as serving loads pi05: the adaRMS Dense weights stored in bf16 give
+    exactly the actions of fp32 ones rounded to bf16 at every use, guided steps too; the other fp32 parameters stay
+    fp32; a dtype other than the compute dtype is refused."""
+    import copy
+    cfg = replace(CFG, depth=2)
+    m = make_model(cfg)
+    m.compute_dtype = torch.bfloat16
+    m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+    fast = copy.deepcopy(m).set_param_dtype(torch.bfloat16, inference=True)
+    dense = [n for n, p in fast.named_parameters() if '_layernorm.dense.' in n or n.startswith('action_out.norm.dense')]
+    assert dense and all(fast.get_parameter(n).dtype == torch.bfloat16 for n in dense), dense
+    assert all(m.get_parameter(n).dtype == torch.float32 for n in dense)
+    assert fast.action_in.action_in_proj.weight.dtype == torch.float32, 'the action/time heads compute in fp32'
+    b = make_batch(cfg)
+    x0, _ = noise_time(cfg, seed=3)
+    assert torch.equal(fast.sample_actions(b, noise=x0), m.sample_actions(b, noise=x0))
+    guide = torch.randn(x0.shape, generator=torch.Generator().manual_seed(2))
+    weights = M.rtc_weights(cfg.action_horizon, 4, 2)[None, :, None].expand_as(x0)
+    assert torch.equal(fast.sample_actions(b, noise=x0, guide=guide, guide_weights=weights),
+                       m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights))
+    with pytest.raises(ValueError, match='compute in torch.bfloat16'):
+        copy.deepcopy(m).set_param_dtype(torch.float16, inference=True)
+
+
 TRITON_INTERPRETER_CHECK = """
 import torch, decode_attn, flex_mask, model as M
 torch.manual_seed(0)

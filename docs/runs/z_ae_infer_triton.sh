@@ -11,7 +11,8 @@
 # 2. The GPU tests of the kernel, the denoising attentions, the whole-step graph and serving (serve.GraphedSampler
 #    now runs grouped at every batch size with whole-step graphs: its GPU tests have not run since).
 # 3. bench.py's 'step' row (serve.py's default) against 'triton' (the same with the kernel), batch 1 / 8 / 32, with
-#    their kernel lists.
+#    their kernel lists. Both now load the adaRMS Dense in bf16 (set_param_dtype(..., inference=True), as serve.py
+#    does): against session 19's 18.6 ms 'step' row, 74 cast kernels (~0.3 ms) should be gone from the list.
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 timeout $(left 190) python3 docs/runs/z_ae_decode_attn.py > $L/decode_sweep.txt 2>&1; el "sweep rc $?"
