@@ -541,15 +541,15 @@ class Pi05(nn.Module):
         inference=True (serving, dtype the compute dtype): the adaRMS Dense layers too. They compute in the stream's
         dtype, so their fp32 weights were rounded to it at every use: the same numbers, without casting their ~116M
         parameters (pi05) on every call."""
+        if inference and dtype != self.compute_dtype:  # checked first: a refused call leaves the model as it was
+            raise ValueError(f'set_param_dtype({dtype}, inference=True): the adaRMS Dense layers compute in '
+                             f'{self.compute_dtype}; casting them to another dtype would change the numbers')
         keep_parts = ('.input_layernorm.', '.post_attention_layernorm.')
         keep_prefixes = ('vlm_norm.', 'vision.embeddings.', 'action_in.', 'action_out.')
         for name, p in self.named_parameters():
             if not (name.startswith(keep_prefixes) or any(k in name for k in keep_parts)):
                 p.data = p.data.to(dtype)
         if inference:
-            if dtype != self.compute_dtype:
-                raise ValueError(f'set_param_dtype({dtype}, inference=True): the adaRMS Dense layers compute in '
-                                 f'{self.compute_dtype}; casting them to another dtype would change the numbers')
             for m in self.modules():
                 if isinstance(m, AdaRMSNorm):
                     m.dense.to(dtype)

@@ -519,10 +519,10 @@ def test_inference_dtype_keeps_the_actions_bit_identical():
     m.compute_dtype = torch.bfloat16
     m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
     fast = copy.deepcopy(m).set_param_dtype(torch.bfloat16, inference=True)
-    dense = [n for n, p in fast.named_parameters() if '_layernorm.dense.' in n or n.startswith('action_out.norm.dense')]
-    assert dense and all(fast.get_parameter(n).dtype == torch.bfloat16 for n in dense), dense
-    assert all(m.get_parameter(n).dtype == torch.float32 for n in dense)
-    assert fast.action_in.action_in_proj.weight.dtype == torch.float32, 'the action/time heads compute in fp32'
+    dense = {f'{n}.dense.{p}' for n, mod in m.named_modules() if isinstance(mod, M.AdaRMSNorm) for p in ('weight', 'bias')}
+    changed = {n for (n, p), q in zip(m.named_parameters(), fast.parameters()) if p.dtype != q.dtype}
+    assert dense and changed == dense, sorted(changed ^ dense)  # exactly the adaRMS Dense, from fp32 to bf16
+    assert all(fast.get_parameter(n).dtype == torch.bfloat16 for n in dense)
     b = make_batch(cfg)
     x0, _ = noise_time(cfg, seed=3)
     assert torch.equal(fast.sample_actions(b, noise=x0), m.sample_actions(b, noise=x0))
@@ -530,8 +530,10 @@ def test_inference_dtype_keeps_the_actions_bit_identical():
     weights = M.rtc_weights(cfg.action_horizon, 4, 2)[None, :, None].expand_as(x0)
     assert torch.equal(fast.sample_actions(b, noise=x0, guide=guide, guide_weights=weights),
                        m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights))
+    refused = copy.deepcopy(m)
     with pytest.raises(ValueError, match='compute in torch.bfloat16'):
-        copy.deepcopy(m).set_param_dtype(torch.float16, inference=True)
+        refused.set_param_dtype(torch.float16, inference=True)
+    assert all(p.dtype == q.dtype for p, q in zip(refused.parameters(), m.parameters())), 'a refused call cast some'
 
 
 TRITON_INTERPRETER_CHECK = """
@@ -1038,6 +1040,22 @@ class TestGPU:
         assert launched == 10 * cfg.depth, f'{launched} decode_attn kernels, expected {10 * cfg.depth}'
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'triton vs grouped denoising attention, compiled whole steps: relative error {err:.2e}'
+
+    def test_inference_dtype_keeps_the_actions_bit_identical_on_cuda(self):
+        """set_param_dtype(bf16, inference=True), as serve.Policy loads a checkpoint on a GPU: the same actions, bit
+        for bit, as the fp32 adaRMS Dense weights rounded at every use, eager and graphed with the compiled whole
+        steps (serve.GraphedSampler's defaults)."""
+        import copy
+        import serve
+        import torch._dynamo
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16)
+        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+        fast = copy.deepcopy(m).set_param_dtype(torch.bfloat16, inference=True)
+        x0 = torch.randn(3, self.GCFG.action_horizon, self.GCFG.action_dim, device='cuda')
+        assert torch.equal(fast.sample_actions(b, noise=x0), m.sample_actions(b, noise=x0))
+        torch._dynamo.reset()
+        want = serve.GraphedSampler(m)(b, x0)
+        assert torch.equal(serve.GraphedSampler(fast)(b, x0), want)
 
     @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):

@@ -24,7 +24,7 @@ if [ -n "$PR" ]; then
   el "defaults now: $(grep '^BLOCK_M, BLOCK_N\|^PROGRAMS' decode_attn.py | cut -c1-60 | tr '\n' ' ')"
 fi
 timeout $(left 390) python3 -m pytest -q test_equivalence.py test_serve.py \
-  -k "TestGPU and (triton or denoising_attention or grouped or replay or real_time or whole_step or autotune or cpu_replies)" \
+  -k "TestGPU and (triton or denoising_attention or grouped or replay or real_time or whole_step or autotune or cpu_replies or inference_dtype)" \
   > $L/gpu_tests.txt 2>&1; el "gpu tests"; grep -E "passed|failed|Error|assert" $L/gpu_tests.txt | tail -n 8 | cut -c1-220
 timeout $(left 590) python3 bench.py --infer=True --infer_calls=50 --infer_variants=step,triton --out_dir=$OUT/bench \
   > $L/infer_step_triton.txt 2>&1; el "bench rc $?"
