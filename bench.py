@@ -57,7 +57,7 @@ fit_gpu = ''               # with fit: only the GPU sizes whose name contains th
 fit_skip = 0               # with fit: start after the first n settings (one setting per process: a row that ran
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
-infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these and 'triton' ('step': serve.py's, grouped with each denoising step one graph; 'triton': that with decode_attn.py's kernel)
+infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'triton' and 'prefix' ('step': serve.py's, grouped with each denoising step one graph; 'triton': that with decode_attn.py's kernel; 'prefix': 'step' with grouped prefix attention)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
@@ -382,7 +382,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
     and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps, and
     ('step', after those: serve.py's) grouped with each plain denoising step one graph (model.compile_denoise_step),
-    and ('triton', opt-in, last) the same with decode_attn.py's kernel for the denoising attention; a
+    ('triton', opt-in) the same with decode_attn.py's kernel for the denoising attention, and ('prefix', opt-in,
+    last) 'step' with the grouped attention in the prefix pass too; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
@@ -392,7 +393,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 'grouped': 'fused projections, grouped denoising attention',
                 'flex': 'fused projections, flex denoising attention',
                 'step': 'fused projections, grouped denoising attention, one graph per denoising step',
-                'triton': 'fused projections, Triton denoising attention, one graph per denoising step'}
+                'triton': 'fused projections, Triton denoising attention, one graph per denoising step',
+                'prefix': 'fused projections, grouped attention in the prefix too, one graph per denoising step'}
     chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
     if not chosen or set(chosen) - set(variants):
         raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
@@ -466,24 +468,26 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             name, fused = variants[key], key != 'separate'
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
-            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton'}.get(key)
-            if key in ('step', 'triton') and not denoise_compiled:  # from here on model.denoise is one graph
+            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton', 'prefix': 'grouped'}.get(key)
+            if key in ('step', 'triton', 'prefix') and not denoise_compiled:  # from here on model.denoise is one graph
                 M.compile_denoise_step(model)
                 denoise_compiled = True
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
-                                           denoise_attn=attn, whole_step=False)  # per layer, as each row says
+                                           denoise_attn=attn, whole_step=False,  # per layer, as each row says
+                                           prefix_attn='grouped' if key == 'prefix' else None)
             compiled = True
             try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
                     row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}',
                         lambda: sampler(*same[B]), B, infer_calls if B == 1 else max(10, infer_calls // B))
                 B = batch_sizes[-1]
-                ref = model.sample_actions(*last, denoise_attn=attn).float()  # the compiled layers without the graph
+                ref = model.sample_actions(*last, denoise_attn=attn, prefix_attn=sampler.prefix_attn).float()
                 got, again = sampler(*last).float(), sampler(*last).float()
                 print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
                       f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
                       f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-                base = variants[{'step': 'grouped', 'triton': 'step'}.get(key, 'fused' if attn else 'separate')]
+                base = variants[{'step': 'grouped', 'triton': 'step', 'prefix': 'step'}.get(key,
+                                                                                          'fused' if attn else 'separate')]
                 if base in outs:
                     err = ((got - outs[base]).norm() / outs[base].norm()).item()
                     print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)

@@ -227,6 +227,7 @@ def attention(q, k, v, mask, impl):
 
 
 DENOISE_ATTN = (None, 'sdpa', 'eager', 'flex', 'grouped', 'triton')  # sample_actions' denoise_attn values
+PREFIX_ATTN = (None, 'sdpa', 'eager', 'grouped')  # and its prefix_attn values
 
 
 def check_denoise_attn(value):
@@ -665,7 +666,7 @@ class Pi05(nn.Module):
 
     @torch.no_grad()
     def sample_actions(self, batch, noise=None, num_steps=10, generator=None, guide=None, guide_weights=None,
-                       max_guidance=5.0, denoise_attn=None):
+                       max_guidance=5.0, denoise_attn=None, prefix_attn=None):
         """10 Euler steps from t = 1 (noise) to t = 0 with dt = -1/num_steps; prefix K/V computed once, and what
         each step needs from its time alone too (step_conditions).
         guide (B, H, A) with guide_weights (B, H, A): real-time chunking (Black, Galliker, Levine 2025, arXiv
@@ -679,10 +680,13 @@ class Pi05(nn.Module):
         K/V head into one matrix (fp32 logits and softmax as the reference, two small GEMMs per K/V head); 'triton'
         does the same in one Triton kernel on a GPU (decode_attn.py; elsewhere it runs 'grouped'). Guided calls run
         'grouped' for 'grouped' and 'triton' (plain differentiable ops) and otherwise keep attn_impl's (flex has no
-        backward for these shapes)."""
+        backward for these shapes).
+        prefix_attn: the prefix pass's attention (every prefix token a query), None: attn_impl's; 'grouped' as above."""
         check_denoise_attn(denoise_attn)
+        if prefix_attn not in PREFIX_ATTN:
+            raise ValueError(f"prefix_attn={prefix_attn!r}: use one of {', '.join(map(repr, PREFIX_ATTN))}")
         grouped = denoise_attn in ('grouped', 'triton')
-        cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None)
+        cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None, prefix_attn)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)
@@ -727,13 +731,14 @@ class Pi05(nn.Module):
         return v.detach() - c[:, None, None] * g
 
     @torch.no_grad()
-    def prefix_cache(self, batch, denoise_attn=None):
+    def prefix_cache(self, batch, denoise_attn=None, prefix_attn=None):
         """Prefix-only pass: per layer the post-RoPE K and V of the prefix (the last layer's prefix output, which no
-        action token reads, is not computed). denoise_attn: the denoising steps' attention, else attn_impl's."""
+        action token reads, is not computed). denoise_attn: the denoising steps' attention, prefix_attn the prefix
+        pass's, else attn_impl's."""
         self.check_batch(batch)
         xp, valid = self.embed_prefix(batch)
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
-        impl = self.attn_impl(inference=True)
+        impl = prefix_attn or self.attn_impl(inference=True)
         mask = self.attn_mask(valid, xp.shape[1], impl)
         kv = []
         for i, layer in enumerate(self.layers):

@@ -116,12 +116,13 @@ class GraphedSampler:
     slots), captured on first use; with compile=True the inference layers are compiled first (model.compile_inference),
     which cuts the kernels per call by about three. The graph reads its inputs from static buffers and writes its
     output to a static buffer, so a call is: copy in, replay, copy out.
-    denoise_attn: sample_actions' for the plain denoising steps ('grouped'; None runs the layers' sdpa).
+    denoise_attn: sample_actions' for the plain denoising steps ('grouped'; None runs the layers' sdpa);
+    prefix_attn: its for the prefix pass (None: the layers' sdpa).
     whole_step (with compile): each plain denoising step compiled as one graph rather than layer by layer."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
-                 whole_step=True):
-        self.model, self.num_steps, self.graphs = model, num_steps, {}
+                 whole_step=True, prefix_attn=None):
+        self.model, self.num_steps, self.graphs, self.prefix_attn = model, num_steps, {}, prefix_attn
         # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
         # 'grouped' 18.8 / 55.9 / 201.3 ms at batch 1 / 8 / 32 against sdpa's 27.4 / 63.7 / 209.3; whole steps 18.6 /
         # 55.6 / 200.0 against 19.1 / 56.0 / 201.9 layer by layer (infer_2026-12-06b_h100_grouped_step.log)
@@ -143,7 +144,7 @@ class GraphedSampler:
             kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(),
                       max_guidance=torch.tensor(float(guided[2]), dtype=torch.float64, device=noise.device))
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
-                                                denoise_attn=self.denoise_attn, **kw)
+                                                denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up (compilation, cuBLAS handles) outside the capture

@@ -483,6 +483,32 @@ def test_denoising_attention_matches_reference(monkeypatch, impl):
         m.sample_actions(b, noise=x0, denoise_attn='gqa')
 
 
+def test_grouped_prefix_attention_matches_reference(monkeypatch):
+    """sample_actions(prefix_attn='grouped'): the prefix pass's attention (every prefix token a query: images and
+    prompts, a masked camera slot, prompt padding) as the grouped query heads over each K/V head gives the
+    reference's actions, eager and compiled; every prefix layer but the last (which only supplies K/V) runs it."""
+    from torch._dynamo.utils import counters
+    import torch._dynamo
+    cfg = replace(CFG, depth=3, heads=4, kv_heads=2)
+    m, b = make_model(cfg), make_batch(cfg)
+    x0, _ = noise_time(cfg, seed=8)
+    ref = m.sample_actions(b, noise=x0)
+    used, attention = [], M.attention
+    monkeypatch.setattr(M, 'attention', lambda q, k, v, mask, kind: used.append((kind, q.shape[1])) or
+                        attention(q, k, v, mask, kind))
+    assert_close(m.sample_actions(b, noise=x0, prefix_attn='grouped'), ref, 'grouped prefix attention vs eager')
+    prefix = [u for u in used if u[1] != cfg.action_horizon]
+    assert prefix == [('grouped', 72)] * (cfg.depth - 1), used
+    monkeypatch.undo()
+    torch._dynamo.reset()
+    counters.clear()
+    M.compile_inference(m, backend='aot_eager')
+    assert_close(m.sample_actions(b, noise=x0, prefix_attn='grouped'), ref, 'grouped prefix attention, compiled')
+    assert not counters['graph_break'], dict(counters['stats'])
+    with pytest.raises(ValueError, match="prefix_attn='flex'"):
+        m.sample_actions(b, noise=x0, prefix_attn='flex')
+
+
 def test_triton_denoising_attention_hands_the_kernel_its_keys_and_values(monkeypatch):
     """Where decode_attn's kernel runs (a GPU), denoise_step hands it the cached prefix's K and V and the action
     tokens' K and V in launch()'s order (q, k1, v1, k2, v2, mask). Here the kernel is stood in for by the eager
@@ -1056,6 +1082,22 @@ class TestGPU:
         torch._dynamo.reset()
         want = serve.GraphedSampler(m)(b, x0)
         assert torch.equal(serve.GraphedSampler(fast)(b, x0), want)
+
+    def test_grouped_prefix_attention_compiles_at_pi05_heads(self):
+        """sample_actions(prefix_attn='grouped') compiled by inductor at pi05's head layout in bf16 (the prefix
+        pass's queries stacked over the one K/V head; bf16 GEMM logits without a gradient): the sdpa path's actions
+        to bf16 rounding."""
+        import torch._dynamo
+        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
+        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
+        torch._dynamo.reset()
+        M.compile_inference(m, whole_step=True)
+        ref = m.sample_actions(b, noise=x0, denoise_attn='grouped').float()
+        got = m.sample_actions(b, noise=x0, denoise_attn='grouped', prefix_attn='grouped').float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert 0 < err < 2e-2, f'grouped vs sdpa prefix attention, compiled: relative error {err:.2e}'
 
     @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):

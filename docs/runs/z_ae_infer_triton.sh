@@ -1,6 +1,7 @@
 #!/bin/bash
 # Prepared 2026-12-06 (session 19) for a device call (issue 17), not run yet; any single GPU (say which in the record),
-# carry [".whl", ".gl"] (only for device_setup.sh's common lines). ~8-9 min. decode_attn.py (new): the denoising
+# carry [".whl", ".gl"] (only for device_setup.sh's common lines). ~8-9 min. The GPU tests of
+# these changes are docs/runs/z_ah_gpu_tests.sh, a call of their own. decode_attn.py (new): the denoising
 # attention as one Triton kernel reading the prefix and action keys in place, in place of the six kernels (two
 # products, softmax, two concatenations, a view copy) that take ~14 us of each 54.5 us expert layer-step
 # (docs/closed_loop/ah_results.txt part 3).
@@ -8,11 +9,11 @@
 #    key splits) checked against the grouped attention and timed inside a CUDA graph, beside inductor's grouped
 #    attention; its fastest configuration at batch 1 is written into this copy's decode_attn.py defaults (the record
 #    says which; commit them after).
-# 2. The GPU tests of the kernel, the denoising attentions, the whole-step graph and serving (serve.GraphedSampler
-#    now runs grouped at every batch size with whole-step graphs: its GPU tests have not run since).
-# 3. bench.py's 'step' row (serve.py's default) against 'triton' (the same with the kernel), batch 1 / 8 / 32, with
+# 2. bench.py's 'step' row (serve.py's default) against 'triton' (the same with the kernel), batch 1 / 8 / 32, with
 #    their kernel lists. Both now load the adaRMS Dense in bf16 (set_param_dtype(..., inference=True), as serve.py
-#    does): against session 19's 18.6 ms 'step' row, 74 cast kernels (~0.3 ms) should be gone from the list.
+#    does): against session 19's 18.6 ms 'step' row, 74 cast kernels (~0.3 ms) should be gone from the list. Then
+#    'prefix': 'step' with the grouped attention in the prefix pass too (cuDNN's prefix attention took 48 us per
+#    layer at batch 1, 0.82 ms per call: 8 heads x 10 query blocks of 64 leave most of the GPU idle).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 timeout $(left 190) python3 docs/runs/z_ae_decode_attn.py > $L/decode_sweep.txt 2>&1; el "sweep rc $?"
@@ -23,10 +24,7 @@ if [ -n "$PR" ]; then
   sed -i "s/^BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = [0-9]*, [0-9]*, [0-9]*, [0-9]*/BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = $BM, $BN, $NW, $NS/; s/^PROGRAMS = [0-9]*/PROGRAMS = $PR/" decode_attn.py
   el "defaults now: $(grep '^BLOCK_M, BLOCK_N\|^PROGRAMS' decode_attn.py | cut -c1-60 | tr '\n' ' ')"
 fi
-timeout $(left 390) python3 -m pytest -q test_equivalence.py test_serve.py \
-  -k "TestGPU and (triton or denoising_attention or grouped or replay or real_time or whole_step or autotune or cpu_replies or inference_dtype)" \
-  > $L/gpu_tests.txt 2>&1; el "gpu tests"; grep -E "passed|failed|Error|assert" $L/gpu_tests.txt | tail -n 8 | cut -c1-220
-timeout $(left 590) python3 bench.py --infer=True --infer_calls=50 --infer_variants=step,triton --out_dir=$OUT/bench \
-  > $L/infer_step_triton.txt 2>&1; el "bench rc $?"
-grep "^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer_step_triton.txt | cut -c1-220
+timeout $(left 590) python3 bench.py --infer=True --infer_calls=50 --infer_variants=step,triton,prefix --out_dir=$OUT/bench \
+  > $L/infer_step_triton_prefix.txt 2>&1; el "bench rc $?"
+grep "^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer_step_triton_prefix.txt | cut -c1-220
 cd $OUT && tar czf logs.tgz logs $(ls bench/*.csv 2>/dev/null) && rm -rf logs bench
