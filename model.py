@@ -333,10 +333,16 @@ class SiglipAttention(nn.Module):
         super().__init__()
         self.heads = heads
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (Linear(dim, dim) for _ in range(4))
+        self.register_buffer('fused', None, persistent=False)  # [q; k; v] weights as one tensor (fuse_projections)
+        self.register_buffer('fused_bias', None, persistent=False)  # and their biases
 
     def forward(self, x):
         B, P, D = x.shape
-        q, k, v = (p(x).view(B, P, self.heads, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        if self.fused is not None and not self.q_proj.weight.requires_grad:  # serving (fuse_projections): one GEMM
+            qkv = F.linear(x, self.fused.to(x.dtype), self.fused_bias.to(x.dtype))
+            q, k, v = qkv.view(B, P, 3 * self.heads, -1).transpose(1, 2).chunk(3, dim=1)
+        else:
+            q, k, v = (p(x).view(B, P, self.heads, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
         return self.out_proj(sdpa_without_cudnn_nan(q, k, v).transpose(1, 2).reshape(B, P, D))
 
 
@@ -918,33 +924,44 @@ def apply_compile(model, vision=True, backend='inductor', mode=None):
     return model
 
 @torch.no_grad()
-def fuse_projections(model):
-    """Serving: each stream's q/k/v Linears and gate/up Linears run as one GEMM each (fewer, larger launches in
-    every denoising step) while their weights need no gradient (a trained parameter takes the separate path). The
-    parameters become views into the concatenated tensor, so no memory is added and the state dict and loading are
-    unchanged; call it last: a later dtype or device change unties them (fused_intact says whether they still are)."""
-    def tie(*linears):
-        assert all(type(l) is Linear for l in linears), 'fuse_projections takes plain Linears (no LoRA, no fp8)'
-        fused, i = torch.cat([l.weight for l in linears]), 0
-        for l in linears:
-            n = l.weight.shape[0]
-            l.weight.data = fused[i:i + n]
-            i += n
-        return fused
+def fused_groups(model):
+    """(module, Linear names) whose Linears fuse_projections runs as one GEMM: each Gemma stream's q/k/v and
+    gate/up, each SigLIP layer's q/k/v."""
     for layer in model.layers:
         for stream in (layer.vlm, layer.expert):
-            a, mlp = stream.self_attn, stream.mlp
-            a.fused = tie(a.q_proj, a.k_proj, a.v_proj)
-            mlp.fused = tie(mlp.gate_proj, mlp.up_proj)
+            yield stream.self_attn, ('q_proj', 'k_proj', 'v_proj')
+            yield stream.mlp, ('gate_proj', 'up_proj')
+    for layer in model.vision.encoder.layers:
+        yield layer.self_attn, ('q_proj', 'k_proj', 'v_proj')
+
+
+def fuse_projections(model):
+    """Serving: each Gemma stream's q/k/v Linears and gate/up Linears, and each SigLIP layer's q/k/v (with their
+    biases), run as one GEMM each (fewer, larger launches) while their weights need no gradient (a trained parameter
+    takes the separate path). The parameters become views into the concatenated tensor, so no memory is added and the
+    state dict and loading are unchanged; call it last: a later dtype or device change unties them (fused_intact says
+    whether they still are)."""
+    def tie(linears, name):
+        assert all(type(l) is Linear for l in linears), 'fuse_projections takes plain Linears (no LoRA, no fp8)'
+        fused, i = torch.cat([getattr(l, name) for l in linears]), 0
+        for l in linears:
+            n = l.weight.shape[0]
+            getattr(l, name).data = fused[i:i + n]
+            i += n
+        return fused
+    for m, names in fused_groups(model):
+        linears = [m.get_submodule(n) for n in names]
+        m.fused = tie(linears, 'weight')
+        if linears[0].bias is not None:
+            m.fused_bias = tie(linears, 'bias')
     return model
 
 
 def fused_intact(model):
     """True when every fused tensor still holds its Linears' weights (fuse_projections; False once they are untied)."""
     same = lambda w, f: w.untyped_storage().data_ptr() == f.untyped_storage().data_ptr()
-    return all(same(l.weight, m.fused) for layer in model.layers for stream in (layer.vlm, layer.expert)
-               for m, ls in ((stream.self_attn, ('q_proj', 'k_proj', 'v_proj')), (stream.mlp, ('gate_proj', 'up_proj')))
-               if m.fused is not None for l in map(m.get_submodule, ls))
+    return all(same(l.weight, m.fused) and (l.bias is None or same(l.bias, m.fused_bias))
+               for m, names in fused_groups(model) if m.fused is not None for l in map(m.get_submodule, names))
 
 
 def compile_inference(model, backend='inductor', mode=None, whole_step=False):

@@ -612,7 +612,13 @@ def test_fused_projections_match_separate_ones():
     M.fuse_projections(m)
     a = m.layers[0].expert.self_attn
     assert a.k_proj.weight.untyped_storage().data_ptr() == a.fused.untyped_storage().data_ptr(), 'no copy: views'
+    s = m.vision.encoder.layers[0].self_attn  # SigLIP's q/k/v, biases too
+    assert s.v_proj.bias.untyped_storage().data_ptr() == s.fused_bias.untyped_storage().data_ptr()
     assert set(m.state_dict()) == keys and M.fused_intact(m)
+    image_tokens = m.embed_prefix(b)[0]
+    m.requires_grad_(True)  # the separate projections again, on the same weights
+    assert_close(m.embed_prefix(b)[0].detach(), image_tokens, 'SigLIP with fused q/k/v vs separate')
+    m.requires_grad_(False)
     assert_close(m.sample_actions(b, noise=x0), ref, 'fused projections vs separate')
     # real-time chunking as serve.py serves it: the guidance's autograd pass through the fused GEMMs
     assert_close(m.sample_actions(b, noise=x0, guide=guide, guide_weights=weights), ref_guided, 'fused, guided')
