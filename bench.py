@@ -486,11 +486,14 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
                       f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
                       f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-                base = variants[{'step': 'grouped', 'triton': 'step', 'prefix': 'step'}.get(key,
-                                                                                          'fused' if attn else 'separate')]
-                if base in outs:
+                bases = {'step': ['grouped'], 'triton': ['step', 'grouped'], 'prefix': ['step', 'grouped']}.get(
+                    key, ['fused' if attn else 'separate'])  # one change at a time, else the nearest row that ran
+                base = next((variants[k] for k in bases if variants[k] in outs), None)
+                if base:
                     err = ((got - outs[base]).norm() / outs[base].norm()).item()
                     print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
+                elif key != 'separate':
+                    print(f'{name}: no row it changes ran before it ({", ".join(bases)}): not compared', flush=True)
                 outs[name] = got
                 if key == 'fused':  # the autotuned row compares with its replay
                     fused_sampler = sampler

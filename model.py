@@ -235,6 +235,11 @@ def check_denoise_attn(value):
         raise ValueError(f"denoise_attn={value!r}: use one of {', '.join(map(repr, DENOISE_ATTN))}")
 
 
+def check_prefix_attn(value):
+    if value not in PREFIX_ATTN:
+        raise ValueError(f"prefix_attn={value!r}: use one of {', '.join(map(repr, PREFIX_ATTN))}")
+
+
 def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     """One stream's pre-attention norm, projections and RoPE -> q, k, v (B, T, heads, Dh) and the adaRMS gate."""
     B, T, _ = x.shape
@@ -689,8 +694,7 @@ class Pi05(nn.Module):
         backward for these shapes).
         prefix_attn: the prefix pass's attention (every prefix token a query), None: attn_impl's; 'grouped' as above."""
         check_denoise_attn(denoise_attn)
-        if prefix_attn not in PREFIX_ATTN:
-            raise ValueError(f"prefix_attn={prefix_attn!r}: use one of {', '.join(map(repr, PREFIX_ATTN))}")
+        check_prefix_attn(prefix_attn)
         grouped = denoise_attn in ('grouped', 'triton')
         cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None, prefix_attn)
         B = cache['valid'].shape[0]
@@ -742,6 +746,7 @@ class Pi05(nn.Module):
         action token reads, is not computed). denoise_attn: the denoising steps' attention, prefix_attn the prefix
         pass's, else attn_impl's."""
         self.check_batch(batch)
+        check_prefix_attn(prefix_attn)
         xp, valid = self.embed_prefix(batch)
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
         impl = prefix_attn or self.attn_impl(inference=True)
@@ -923,7 +928,7 @@ def apply_compile(model, vision=True, backend='inductor', mode=None):
         unit.compile(**kw)
     return model
 
-@torch.no_grad()
+
 def fused_groups(model):
     """(module, Linear names) whose Linears fuse_projections runs as one GEMM: each Gemma stream's q/k/v and
     gate/up, each SigLIP layer's q/k/v."""
@@ -935,6 +940,7 @@ def fused_groups(model):
         yield layer.self_attn, ('q_proj', 'k_proj', 'v_proj')
 
 
+@torch.no_grad()
 def fuse_projections(model):
     """Serving: each Gemma stream's q/k/v Linears and gate/up Linears, and each SigLIP layer's q/k/v (with their
     biases), run as one GEMM each (fewer, larger launches) while their weights need no gradient (a trained parameter

@@ -614,8 +614,14 @@ def test_fused_projections_match_separate_ones():
     assert a.k_proj.weight.untyped_storage().data_ptr() == a.fused.untyped_storage().data_ptr(), 'no copy: views'
     s = m.vision.encoder.layers[0].self_attn  # SigLIP's q/k/v, biases too
     assert s.v_proj.bias.untyped_storage().data_ptr() == s.fused_bias.untyped_storage().data_ptr()
+    assert not (s.fused.requires_grad or s.fused_bias.requires_grad), 'the fused tensors carry no autograd history'
     assert set(m.state_dict()) == keys and M.fused_intact(m)
+    separate = {p: getattr(s, p).forward for p in ('q_proj', 'k_proj', 'v_proj')}
+    for p in separate:  # frozen and fused: SigLIP's q/k/v Linears must not run on their own
+        setattr(getattr(s, p), 'forward', lambda x: pytest.fail('SigLIP took its separate q/k/v while fused'))
     image_tokens = m.embed_prefix(b)[0]
+    for p, f in separate.items():
+        setattr(getattr(s, p), 'forward', f)
     m.requires_grad_(True)  # the separate projections again, on the same weights
     assert_close(m.embed_prefix(b)[0].detach(), image_tokens, 'SigLIP with fused q/k/v vs separate')
     m.requires_grad_(False)
@@ -629,10 +635,13 @@ def test_fused_projections_match_separate_ones():
     # a parameter that trains takes the separate projections: its gradient reaches it
     t = make_model()
     M.fuse_projections(t)
+    assert not any(m.fused.requires_grad for m, _ in M.fused_groups(t)), 'fusing a trainable model records no graph'
     n, tm = noise_time()
     _, grads = loss_and_grads(t, b, n, tm)
     assert grads['layers.0.expert.self_attn.q_proj.weight'].abs().sum() > 0
     assert grads['layers.0.vlm.mlp.up_proj.weight'].abs().sum() > 0
+    for n in ('weight', 'bias'):
+        assert grads[f'vision.encoder.layers.0.self_attn.k_proj.{n}'].abs().sum() > 0, n
 
 
 def test_compiled_inference_serves_many_shapes():
@@ -1104,6 +1113,9 @@ class TestGPU:
         got = m.sample_actions(b, noise=x0, denoise_attn='grouped', prefix_attn='grouped').float()
         err = ((got - ref).norm() / ref.norm()).item()
         assert 0 < err < 2e-2, f'grouped vs sdpa prefix attention, compiled: relative error {err:.2e}'
+        import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa
+        assert torch.equal(serve.GraphedSampler(m, compile=False, fuse=False, prefix_attn='grouped')(b, x0).float(), got)
+        assert torch.equal(serve.GraphedSampler(m, compile=False, fuse=False)(b, x0).float(), ref)
 
     @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):

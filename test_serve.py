@@ -276,12 +276,14 @@ def test_eval_script_end_to_end_writes_csv_and_plot_and_repeats_exactly(trained,
 
 
 def test_graphed_sampler_refuses_an_unknown_denoising_attention_when_built():
-    """A wrong denoise_attn (the retired 'auto', say) is refused when the sampler is built, naming the allowed
-    values, not at the first request's graph capture."""
+    """A wrong denoise_attn (the retired 'auto', say) or prefix_attn is refused when the sampler is built, naming the
+    allowed values, not at the first request's graph capture."""
     model = M.Pi05(M.configs['tiny'])
     with pytest.raises(ValueError, match="denoise_attn='auto': use one of None, 'sdpa'"):
         serve.GraphedSampler(model, compile=False, fuse=False, denoise_attn='auto')
     assert serve.GraphedSampler(model, compile=False, fuse=False).denoise_attn == 'grouped'
+    with pytest.raises(ValueError, match="prefix_attn='triton': use one of None"):
+        serve.GraphedSampler(model, compile=False, fuse=False, prefix_attn='triton')
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
