@@ -230,14 +230,10 @@ DENOISE_ATTN = (None, 'sdpa', 'eager', 'flex', 'grouped', 'triton')  # sample_ac
 PREFIX_ATTN = (None, 'sdpa', 'eager', 'grouped')  # and its prefix_attn values
 
 
-def check_denoise_attn(value):
-    if value not in DENOISE_ATTN:
-        raise ValueError(f"denoise_attn={value!r}: use one of {', '.join(map(repr, DENOISE_ATTN))}")
-
-
-def check_prefix_attn(value):
-    if value not in PREFIX_ATTN:
-        raise ValueError(f"prefix_attn={value!r}: use one of {', '.join(map(repr, PREFIX_ATTN))}")
+def check_choice(key, value, allowed):
+    """A one-line error naming the key, the value and the allowed values (denoise_attn, prefix_attn)."""
+    if value not in allowed:
+        raise ValueError(f"{key}={value!r}: use one of {', '.join(map(repr, allowed))}")
 
 
 def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
@@ -693,8 +689,7 @@ class Pi05(nn.Module):
         'grouped' for 'grouped' and 'triton' (plain differentiable ops) and otherwise keep attn_impl's (flex has no
         backward for these shapes).
         prefix_attn: the prefix pass's attention (every prefix token a query), None: attn_impl's; 'grouped' as above."""
-        check_denoise_attn(denoise_attn)
-        check_prefix_attn(prefix_attn)
+        check_choice('denoise_attn', denoise_attn, DENOISE_ATTN)  # prefix_attn: prefix_cache checks it
         grouped = denoise_attn in ('grouped', 'triton')
         cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None, prefix_attn)
         B = cache['valid'].shape[0]
@@ -746,7 +741,7 @@ class Pi05(nn.Module):
         action token reads, is not computed). denoise_attn: the denoising steps' attention, prefix_attn the prefix
         pass's, else attn_impl's."""
         self.check_batch(batch)
-        check_prefix_attn(prefix_attn)
+        check_choice('prefix_attn', prefix_attn, PREFIX_ATTN)
         xp, valid = self.embed_prefix(batch)
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
         impl = prefix_attn or self.attn_impl(inference=True)

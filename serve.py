@@ -126,8 +126,8 @@ class GraphedSampler:
         # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
         # 'grouped' 18.8 / 55.9 / 201.3 ms at batch 1 / 8 / 32 against sdpa's 27.4 / 63.7 / 209.3; whole steps 18.6 /
         # 55.6 / 200.0 against 19.1 / 56.0 / 201.9 layer by layer (infer_2026-12-06b_h100_grouped_step.log)
-        M.check_denoise_attn(denoise_attn)  # here, not at the first request's capture
-        M.check_prefix_attn(prefix_attn)
+        M.check_choice('denoise_attn', denoise_attn, M.DENOISE_ATTN)  # here, not at the first request's capture
+        M.check_choice('prefix_attn', prefix_attn, M.PREFIX_ATTN)
         self.denoise_attn = denoise_attn
         if fuse:  # q/k/v and gate/up as one GEMM each (model.fuse_projections): pi05 batch 1 27.9 -> 25.6 ms on an H200
             M.fuse_projections(model)

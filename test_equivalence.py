@@ -983,6 +983,18 @@ class TestGPU:
         n, t = noise_time(cfg)
         return m, b, n.cuda(), t.cuda()
 
+    def pi05_heads(self, whole_step=False):
+        """A bf16 model at pi05's head layout (8 query heads per K/V head, head dim 256, 50 actions), compiled for
+        inference -> (model, batch, noise)."""
+        import torch._dynamo
+        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
+        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
+        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
+        torch._dynamo.reset()
+        M.compile_inference(m, whole_step=whole_step)
+        return m, b, x0
+
     def test_siglip_attention_gradients_stay_finite_at_64_keys(self):
         """cuDNN's SM90 attention backward makes NaN query gradients at key lengths of 64 mod 128 for rows whose
         logsumexp is below -88.7 (pytorch issue 196678). SigLIP's attention (model.sdpa_without_cudnn_nan) at 8 x 8
@@ -1047,7 +1059,6 @@ class TestGPU:
         """decode_attn's kernel in bf16 at pi05's denoising shapes (8 query heads over one K/V head, head dim 256,
         50 actions over a 576-key prefix with masked keys): the grouped attention's outputs to bf16 rounding, for
         each block size the sweep script tries; and compiled sample_actions(denoise_attn='triton') launches it."""
-        import torch._dynamo
         torch.manual_seed(0)
         B, Tq, Dh = 3, 50, 256
         bf = dict(device='cuda', dtype=torch.bfloat16)
@@ -1068,17 +1079,13 @@ class TestGPU:
         blind[..., 128:192] = 0.0  # the masked camera slot made visible: a different function
         err = ((decode_attn.launch(q, k1, v1, k2, v2, blind).float() - ref).norm() / ref.norm()).item()
         assert err > 5e-2, f'the mask must matter: {err:.2e}'
-        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
-        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
-        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
-        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
-        torch._dynamo.reset()
-        M.compile_inference(m, whole_step=True)
+        m, b, x0 = self.pi05_heads(whole_step=True)
+        depth = m.cfg.depth
         ref = m.sample_actions(b, noise=x0, denoise_attn='grouped').float()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             got = m.sample_actions(b, noise=x0, denoise_attn='triton').float()
         launched = sum(e.count for e in prof.key_averages() if 'decode_attention_kernel' in e.key)
-        assert launched == 10 * cfg.depth, f'{launched} decode_attn kernels, expected {10 * cfg.depth}'
+        assert launched == 10 * depth, f'{launched} decode_attn kernels, expected {10 * depth}'
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'triton vs grouped denoising attention, compiled whole steps: relative error {err:.2e}'
 
@@ -1102,13 +1109,7 @@ class TestGPU:
         """sample_actions(prefix_attn='grouped') compiled by inductor at pi05's head layout in bf16 (the prefix
         pass's queries stacked over the one K/V head; bf16 GEMM logits without a gradient): the sdpa path's actions
         to bf16 rounding."""
-        import torch._dynamo
-        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
-        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
-        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
-        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
-        torch._dynamo.reset()
-        M.compile_inference(m, whole_step=True)
+        m, b, x0 = self.pi05_heads(whole_step=True)
         ref = m.sample_actions(b, noise=x0, denoise_attn='grouped').float()
         got = m.sample_actions(b, noise=x0, denoise_attn='grouped', prefix_attn='grouped').float()
         err = ((got - ref).norm() / ref.norm()).item()
@@ -1121,13 +1122,7 @@ class TestGPU:
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):
         """sample_actions(denoise_attn=impl) compiled by inductor at pi05's head layout (8 query heads per K/V head,
         head dim 256, 50 actions) in bf16: the same actions as the sdpa path to bf16 rounding."""
-        import torch._dynamo
-        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56)
-        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
-        m.set_param_dtype(torch.bfloat16).eval().requires_grad_(False)
-        x0 = torch.randn(3, cfg.action_horizon, cfg.action_dim, device='cuda')
-        torch._dynamo.reset()
-        M.compile_inference(m)
+        m, b, x0 = self.pi05_heads()
         ref = m.sample_actions(b, noise=x0).float()
         got = m.sample_actions(b, noise=x0, denoise_attn=impl).float()
         err = ((got - ref).norm() / ref.norm()).item()
