@@ -40,6 +40,30 @@ def usable(q):
 
 if triton is not None:
     @triton.jit
+    def attend_keys(q, K, V, skt, svt, Mb, smk, col0, lo, hi, row_ok, d, m_i, l_i, acc, scale, BLOCK_N: tl.constexpr):
+        """The running softmax (max m_i, sum l_i, unnormalised output acc) carried over keys lo..hi of one source, the
+        cached prefix (col0 0) or the action keys (col0 T1: the mask's column of their key 0). One source per loop
+        keeps one K and one V block per pipeline stage in shared memory."""
+        for n in range(lo, hi, BLOCK_N):
+            cols = n + tl.arange(0, BLOCK_N)
+            ok = cols < hi
+            k = tl.load(K + cols[None, :] * skt + d[:, None], mask=ok[None, :], other=0.0)                # (DH, N)
+            s = tl.dot(q, k) * scale                                                                     # fp32
+            mk = tl.load(Mb + (col0 + cols)[None, :] * smk, mask=row_ok[:, None] & ok[None, :], other=0.0)
+            # masked keys (the additive mask's -2.4e38) as -inf, so no logit near the float range's end is scaled
+            # or subtracted; m_use keeps a block with no visible key yet from computing -inf - -inf
+            s = tl.where(ok[None, :] & (mk > -1e30), s + mk, float('-inf'))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float('-inf'), 0.0, m_new)
+            alpha = tl.exp(m_i - m_use)
+            p = tl.exp(s - m_use[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(V + cols[:, None] * svt + d[None, :], mask=ok[:, None], other=0.0)                # (N, DH)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m_i = m_new
+        return m_i, l_i, acc
+
+    @triton.jit
     def decode_attention_kernel(Q, K1, V1, K2, V2, Mask, O, Part, scale, Tq, T1, T2, Hkv, keys_per_split,
                 sqb, sqt, sqh, sk1b, sk1t, sk1h, sv1b, sv1t, sv1h, sk2b, sk2t, sk2h, sv2b, sv2t, sv2h,
                 smb, smq, smk, sob, sot, soh,
@@ -63,26 +87,10 @@ if triton is not None:
         acc = tl.zeros((BLOCK_M, DH), tl.float32)
         start = sp * keys_per_split
         stop = tl.minimum(start + keys_per_split, T1 + T2)
-        for n in range(start, stop, BLOCK_N):
-            cols = n + tl.arange(0, BLOCK_N)
-            ok = cols < stop
-            in1, in2 = ok & (cols < T1), ok & (cols >= T1)
-            k = (tl.load(K1 + cols[None, :] * sk1t + d[:, None], mask=in1[None, :], other=0.0)
-                 + tl.load(K2 + (cols - T1)[None, :] * sk2t + d[:, None], mask=in2[None, :], other=0.0))  # (DH, N)
-            s = tl.dot(q, k) * scale                                                                     # fp32
-            mk = tl.load(Mb + cols[None, :] * smk, mask=row_ok[:, None] & ok[None, :], other=0.0)
-            # masked keys (the additive mask's -2.4e38) as -inf, so no logit near the float range's end is scaled
-            # or subtracted; m_use keeps a block with no visible key yet from computing -inf - -inf
-            s = tl.where(ok[None, :] & (mk > -1e30), s + mk, float('-inf'))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_use = tl.where(m_new == float('-inf'), 0.0, m_new)
-            alpha = tl.exp(m_i - m_use)
-            p = tl.exp(s - m_use[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = (tl.load(V1 + cols[:, None] * sv1t + d[None, :], mask=in1[:, None], other=0.0)
-                 + tl.load(V2 + (cols - T1)[:, None] * sv2t + d[None, :], mask=in2[:, None], other=0.0))  # (N, DH)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-            m_i = m_new
+        m_i, l_i, acc = attend_keys(q, K1, V1, sk1t, sv1t, Mb, smk, 0, start, tl.minimum(stop, T1), row_ok, d,
+                                    m_i, l_i, acc, scale, BLOCK_N)
+        m_i, l_i, acc = attend_keys(q, K2, V2, sk2t, sv2t, Mb, smk, T1, tl.maximum(start - T1, 0), stop - T1, row_ok,
+                                    d, m_i, l_i, acc, scale, BLOCK_N)
         if SPLIT:  # Part: (splits, B * Hkv, Tq * G, DH + 2) fp32: acc, then m and l
             R = Tq * G
             P = Part + ((sp * tl.num_programs(0) + bh) * R + rows) * (DH + 2)
