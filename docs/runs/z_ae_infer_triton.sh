@@ -1,5 +1,6 @@
 #!/bin/bash
-# Prepared 2026-12-06 (session 19) for a device call (issue 17), not run yet; any single GPU (say which in the record),
+# Prepared 2026-12-06 (session 19) for a device call (issue 17), not run yet (session 20 ran its GPU tests and the step /
+# triton rows without kernel lists for triton: docs/closed_loop/ai_results.txt part 3); any single GPU (say which),
 # carry [".whl", ".gl"] (only for device_setup.sh's common lines). ~8-9 min. The GPU tests of
 # these changes are docs/runs/z_ah_gpu_tests.sh, a call of their own. decode_attn.py (new): the denoising
 # attention as one Triton kernel reading the prefix and action keys in place, in place of the six kernels (two
