@@ -41,7 +41,7 @@ def usable(q):
 if triton is not None:
     @triton.jit
     def attend_keys(q, K, V, skt, svt, Mb, smk, col0, lo, hi, row_ok, d, m_i, l_i, acc, scale, BLOCK_N: tl.constexpr):
-        """The running softmax (max m_i, sum l_i, unnormalised output acc) carried over keys lo..hi of one source, the
+        """The running softmax (max m_i, sum l_i, unnormalised output acc) carried over keys [lo, hi) of one source, the
         cached prefix (col0 0) or the action keys (col0 T1: the mask's column of their key 0). One source per loop
         keeps one K and one V block per pipeline stage in shared memory."""
         for n in range(lo, hi, BLOCK_N):

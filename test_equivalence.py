@@ -565,20 +565,23 @@ def test_inference_dtype_keeps_the_actions_bit_identical():
 TRITON_INTERPRETER_CHECK = """
 import torch, decode_attn, flex_mask, model as M
 torch.manual_seed(0)
-B, Tq, Hq, Hkv, Dh, T1 = 2, 5, 4, 2, 32, 21  # two K/V heads of two query heads; T1 not a multiple of BLOCK_N
-q = torch.randn(B, Tq, Hq, Dh)
-k1, v1, k2, v2 = (torch.randn(B, T, Hkv, Dh) for T in (T1, T1, Tq, Tq))
-valid = torch.ones(B, T1 + Tq, dtype=torch.bool)
-valid[0, 3:6] = valid[1, 17:21] = False  # a masked camera slot, prompt padding
-valid[1, :16] = False  # a whole first key block masked (BLOCK_N 16): no visible key yet
-mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
-ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped')
-for bm, bn, splits in ((16, 16, 1), (16, 16, 2), (32, 64, 1), (16, 8, None)):  # 2: a split across both key kinds
-    got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn, splits=splits)
-    err = (got - ref).abs().max().item()
-    assert err < 1e-5, f'kernel (BLOCK_M {bm}, BLOCK_N {bn}, splits {splits}) vs grouped: max abs diff {err:.2e}'
-    swapped = decode_attn.launch(q, k1, v1, k2.flip(2), v2.flip(2), mask, block_m=bm, block_n=bn, splits=splits)
-    assert (swapped - ref).abs().max().item() > 1e-2, 'the action keys of the other K/V head must change the output'
+B, Tq, Hq, Hkv, Dh = 2, 5, 4, 2, 32  # two K/V heads of two query heads
+for T1 in (21, 16):  # 21: not a multiple of BLOCK_N; 16: a key split that starts exactly at the first action key
+    q = torch.randn(B, Tq, Hq, Dh)
+    k1, v1, k2, v2 = (torch.randn(B, T, Hkv, Dh) for T in (T1, T1, Tq, Tq))
+    valid = torch.ones(B, T1 + Tq, dtype=torch.bool)
+    valid[0, 3:6] = valid[1, 12:T1] = False  # a masked camera slot, prompt padding
+    valid[1, :8] = False  # a whole first key block masked (BLOCK_N 8): no visible key yet
+    mask = flex_mask.additive_mask(valid, T1, torch.float32, q_start=T1)
+    ref = M.attention(q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped')
+    # splits 2 at BLOCK_N 16: one split across both key kinds (T1 21), or one starting at the first action key (T1 16);
+    # splits 4 at BLOCK_N 8: a last split of action keys alone (T1 21: keys 24-25), a first one with no visible key
+    for bm, bn, splits in ((16, 16, 1), (16, 16, 2), (32, 64, 1), (16, 8, None), (16, 8, 4)):
+        got = decode_attn.launch(q, k1, v1, k2, v2, mask, block_m=bm, block_n=bn, splits=splits)
+        err = (got - ref).abs().max().item()
+        assert err < 1e-5, f'T1 {T1}, kernel {bm}/{bn}/{splits} splits vs grouped: max abs diff {err:.2e}'
+        swapped = decode_attn.launch(q, k1, v1, k2.flip(2), v2.flip(2), mask, block_m=bm, block_n=bn, splits=splits)
+        assert (swapped - ref).abs().max().item() > 1e-2, 'the action keys of the other K/V head must change the output'
 print('ok')
 """
 

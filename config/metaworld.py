@@ -4,7 +4,7 @@
 #   python prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=128 --max_token_len=48
 #   python train.py config/metaworld.py
 #   python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld --workers=10
-# global batch 256 = micro_batch 256 x grad_accum 1 x 1 GPU; 6000 iterations = 1.54M samples (~40 passes over 38k frames).
+# global batch 256 = micro_batch 256 x grad_accum 1 x 1 GPU; 6000 iterations = 1.54M samples (~40 passes, 38k frames).
 # Tried on the H200: micro-batch 64 at lr 3e-4 (4000 iterations: MT10 49%) vs 128 at 5e-4 (4000: 62%); openpi's image
 # augmentation halved success after 2000 iterations (14% vs 32%, 5 episodes per task). Longer schedules cut short by a
 # timeout did worse: checkpoint 4000 of 8000 38%, 6000 and 7000 of 9000 44% and 41% (docs/closed_loop/b1_*, b4_*).
@@ -23,10 +23,11 @@
 # 'cpu128' shape matched this one (69 / 74 / 75%, docs/closed_loop/ah_results.txt), so model size is not the limit.
 # On MT50 (--data_dir of MT50's 50 x 50 demonstrations) this config at micro-batch 128 gave 57.2%.
 # Micro-batch 256 at the same lr and schedule (2026-12-06, one H100, docs/closed_loop/ai_results.txt): 79 / 79% at
-# train seeds 42 / 1, above every micro-batch-128 run (69-78%, mean 73.0 over five); 6000 iterations in 226-250 s
-# alone on the GPU. 64 px frames with --patch=8 did not pay (64 / 64 / 62%).
-# compile_mode='reduce-overhead' takes a train.py iteration from 60 to 22-29 ms here (bench.py: a step from 45.8 to
-# 25.2 ms; its GPU tests pass).
+# train seeds 42 / 1, above every micro-batch-128 run (69-78%, mean 73.0 over five); 6000 iterations in 226-250 s,
+# one run per call on an H100. Every result above this line was measured at micro-batch 128. 64 px frames with
+# --patch=8 (micro-batch 128) did not pay either (64 / 64 / 62%).
+# compile_mode='reduce-overhead' takes a train.py iteration at micro-batch 128 from 60 to 22-29 ms here (bench.py: a
+# step from 45.8 to 25.2 ms; its GPU tests pass).
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
 model_name = 'small'

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Prepared 2026-12-06 (session 19) for a device call (issue 16), not run yet; carry [".whl", ".gl"]. Fewer pixels, the
+# Prepared 2026-12-06 (session 19) for a device call (issue 16), run in session 20 (64 / 64 / 62%, ai_results.txt);
+# carry [".whl", ".gl"]. Fewer pixels, the
 # same tokens: demonstrations written and prepared at 64 px, and the conv stem one stride-2 convolution shorter
 # (--patch=8), so each camera still gives the transformer 8x8 tokens. The plain CNN baseline (u_cnn_bc.py) solved
 # push-v3 19 of 20 and pick-place-v3 14 of 20 from 64 px frames of the same 50 demonstrations, where the default

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Prepared 2026-12-06 (session 19) for a device call (issue 16), not run yet; carry [".whl", ".gl"]. A larger batch:
+# Prepared 2026-12-06 (session 19) for a device call (issue 16), run in session 20 (79%, ai_results.txt part 2); carry
+# [".whl", ".gl"]. A larger batch:
 # micro-batch 256 instead of 128 at the same lr 5e-4 and 6000 iterations (twice the samples, ~40 passes over the
 # 38,059 frames), train seed 42 alone (two side by side would not end in one call). The one batch comparison so far (config/metaworld.py's header:
 # micro-batch 64 at lr 3e-4 49% against 128 at 5e-4 62%, 4000 iterations, patch stem) changed the lr too; longer

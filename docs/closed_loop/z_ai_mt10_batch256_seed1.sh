@@ -6,7 +6,8 @@
 # shared memory this morning and the kernel has its two key loops back. ~6.5 min.
 export T0=$(date +%s)
 ( sleep 75; timeout 300 python3 -m pytest -q -rs test_equivalence.py -k "TestGPU and triton" > /tmp/gpu_tests_triton.txt 2>&1
-  echo "[$(( $(date +%s) - T0 ))s] triton gpu tests rc $?: $(grep -E "passed|failed" /tmp/gpu_tests_triton.txt | tail -n 1)"
+  rc=$?  # (as it ran, $? was read after the $(date) below, so it printed rc 0 whatever pytest returned; fixed since)
+  echo "[$(( $(date +%s) - T0 ))s] triton gpu tests rc $rc: $(grep -E "passed|failed" /tmp/gpu_tests_triton.txt | tail -n 1)"
   grep -v DEBUG /tmp/gpu_tests_triton.txt | grep -E "^E " | head -5 | cut -c1-200 ) &
 RUNS="A:1:--micro_batch=256" TRAIN_END=440 EVAL_END=560 bash docs/closed_loop/w_e_mt10_runs.sh
 wait

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Prepared 2026-12-06 (session 19) for a device call (issue 17), not run yet; any single GPU, carry [".whl", ".gl"]
+# Prepared 2026-12-06 (session 19) for a device call (issue 17), run in session 20 (10 passed, 2 failed:
+# ai_results.txt part 3); any single GPU, carry [".whl", ".gl"]
 # (device_setup.sh's common lines; the serving tests need websockets). ~4-6 min. The GPU tests of session 19's
 # changes, none of which has passed on a GPU yet: decode_attn.py's kernel at pi05's shapes and inside compiled whole
 # steps (its first run failed on NaN actions from keys and values passed in the wrong order, fixed since), the
