@@ -1,12 +1,16 @@
 """decode_attn.py's kernel alone at pi05's denoising shapes, against the grouped attention it replaces (issue 17).
 
-Both are timed as the served call runs them: 18 calls (one per expert layer) captured in one CUDA graph, the
-replay timed with CUDA events and divided by 18, so launch overhead is left out as in serve.GraphedSampler. The
-grouped attention is compiled by inductor (fullgraph) as one function with its two key concatenations, as a
-denoising step compiles it; both get the prefix padded to a multiple of 8 keys, as Pi05.prefix_cache pads it. The kernel is swept over block sizes, warps, pipeline stages and key splits; each configuration is
-checked against the grouped outputs first. The last line names the fastest at batch 1 (PROGRAMS: its key splits
-times its row blocks, which decode_attn.launch's default split count aims at):
-    python docs/runs/z_ae_decode_attn.py            # ~2 min on an H100
+Both are timed as the served call runs them: 18 calls (one per expert layer) captured in one CUDA graph, the replay
+timed with CUDA events and divided by 18, so launch overhead is left out as in serve.GraphedSampler; twice: every
+call on one input set (its keys stay in L2, how session 19 timed it, when the kernel's 17.4 us against 19.1 did not
+carry over into the model), and each call on its own set with L2 written over between calls (as in the model, where
+each layer reads its own keys and a layer-step's 35 MB of weights pass through L2 in between). The grouped attention
+is compiled by inductor (fullgraph) as one function with its two key concatenations, as a denoising step compiles
+it; both get the prefix padded to a multiple of 8 keys, as Pi05.prefix_cache pads it. The kernel is swept over block
+sizes, warps, pipeline stages and key splits; each configuration is checked against the grouped outputs first. The
+last line names the fastest at batch 1 from memory (PROGRAMS: its key splits times its row blocks, which
+decode_attn.launch's default split count aims at):
+    python docs/runs/z_ae_decode_attn.py            # ~3 min on an H100
     DEFAULTS <BLOCK_M> <BLOCK_N> <NUM_WARPS> <NUM_STAGES> <PROGRAMS>
 """
 import itertools
@@ -23,10 +27,10 @@ import model as M  # noqa: E402
 LAYERS, T1, TQ, DH = 18, 576, 50, 256  # pi05: 18 expert layers; LIBERO's bucket: 576 prefix keys; 50 actions
 
 
-def inputs(B):
+def inputs(B, seed=0):
     """As Pi05.prefix_cache makes them for 'grouped' and 'triton': the prefix padded with masked zero keys to a
     key count that is a multiple of 8."""
-    g = torch.Generator(device='cuda').manual_seed(0)
+    g = torch.Generator(device='cuda').manual_seed(seed)
     bf = dict(device='cuda', dtype=torch.bfloat16, generator=g)
     pad = -(T1 + TQ) % 8
     q = torch.randn(B, TQ, 8, DH, **bf)
@@ -37,18 +41,20 @@ def inputs(B):
     return q, k1, v1, k2, v2, flex_mask.additive_mask(valid, T1 + pad, torch.float32, q_start=T1 + pad)
 
 
-def per_call_us(fn, reps=50):
-    """fn run LAYERS times inside one CUDA graph; microseconds per call, median of `reps` replays."""
+SCRATCH = {}
+
+
+def graph_us(body, reps=50):
+    """body() captured once in a CUDA graph; microseconds per replay, the median of `reps` replays."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(2):
-            fn()
+            body()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(LAYERS):
-            fn()
+        body()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -56,8 +62,22 @@ def per_call_us(fn, reps=50):
         graph.replay()
         b.record()
         torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / LAYERS)
+        times.append(a.elapsed_time(b) * 1e3)
     return sorted(times)[len(times) // 2]
+
+
+def per_call_us(fn, sets, cold):
+    """fn over each of `sets` in turn, LAYERS calls in one CUDA graph; microseconds per call. Not cold: one input set
+    read by every call (its keys stay in L2, as session 19 timed it). Cold: each call its own set, as each expert
+    layer reads its own cached keys, and an L2-sized buffer written before each call, as a layer-step's weights
+    stream through L2 between two attention calls in the model; the buffer's own time is subtracted."""
+    if not cold:
+        return graph_us(lambda: [fn(*sets[0]) for _ in range(LAYERS)]) / LAYERS
+    l2 = getattr(torch.cuda.get_device_properties(0), 'L2_cache_size', 50 << 20)  # bytes; 50 MB on an H100
+    buf = SCRATCH.setdefault('l2', torch.empty(2 * l2 // 4, device='cuda'))  # twice L2, fp32
+    flush = graph_us(lambda: [buf.zero_() for _ in range(LAYERS)])
+    both = graph_us(lambda: [(buf.zero_(), fn(*sets[i % len(sets)])) for i in range(LAYERS)])
+    return (both - flush) / LAYERS
 
 
 def main():
@@ -65,12 +85,16 @@ def main():
     grouped = torch.compile(lambda q, k1, v1, k2, v2, mask: M.attention(
         q, torch.cat([k1, k2], 1), torch.cat([v1, v2], 1), mask, 'grouped'), fullgraph=True, dynamic=False)
     best = {}
-    print('| batch | attention | us per call | max abs diff vs grouped |\n|---|---|---|---|')
+    print('| batch | attention | us per call, keys in L2 | us per call, keys from memory | max abs diff vs grouped |\n'
+          '|---|---|---|---|---|')
     for B in (1, 8):
-        x, seen = inputs(B), set()
+        sets, seen = [inputs(B, seed) for seed in range(LAYERS)], set()
+        x = sets[0]
         with torch.no_grad():
             ref = grouped(*x)
-            print(f'| {B} | grouped (inductor, two products + softmax + concatenations) | {per_call_us(lambda: grouped(*x)):.1f} | 0 |', flush=True)
+            hot, cold = per_call_us(grouped, sets, False), per_call_us(grouped, sets, True)
+            print(f'| {B} | grouped (inductor, two products + softmax + concatenations) | {hot:.1f} | {cold:.1f} | 0 |',
+                  flush=True)
             for bm, bn, warps, stages, splits in itertools.product((16, 32), (64, 128), (4, 8), (2, 3), (1, 2, 4, 8)):
                 if B > 1 and splits > 2:  # batch 8 has 8x the programs already
                     continue
@@ -79,19 +103,22 @@ def main():
                     continue
                 seen.add((bm, bn, warps, stages, splits))
                 cfg = dict(block_m=bm, block_n=bn, num_warps=warps, num_stages=stages, splits=splits)
+                name = f'{bm}/{bn}/{warps}/{stages}/{splits}'
                 try:
                     got = decode_attn.launch(*x, **cfg)
                 except Exception as err:  # e.g. out of shared memory at the largest tiles
-                    print(f'| {B} | kernel {bm}/{bn}/{warps}/{stages}/{splits}: failed ({type(err).__name__}) | | |', flush=True)
+                    print(f'| {B} | kernel {name}: failed ({type(err).__name__}) | | | |', flush=True)
                     continue
                 diff = (got.float() - ref.float()).abs().max().item()
                 if diff > 5e-2:
-                    print(f'| {B} | kernel {bm}/{bn}/{warps}/{stages}/{splits}: WRONG | | {diff:.2e} |', flush=True)
+                    print(f'| {B} | kernel {name}: WRONG | | | {diff:.2e} |', flush=True)
                     continue
-                us = per_call_us(lambda: decode_attn.launch(*x, **cfg))
-                print(f'| {B} | kernel BLOCK_M {bm} / BLOCK_N {bn} / {warps} warps / {stages} stages / {splits} splits | {us:.1f} | {diff:.2e} |', flush=True)
-                if B == 1 and us < best.get('us', float('inf')):  # PROGRAMS: the programs this split count makes
-                    best = dict(us=us, cfg=(bm, bn, warps, stages, splits * -(-TQ * 8 // bm)))
+                run = lambda *a: decode_attn.launch(*a, **cfg)  # noqa: E731
+                hot, cold = per_call_us(run, sets, False), per_call_us(run, sets, True)
+                print(f'| {B} | kernel BLOCK_M {bm} / BLOCK_N {bn} / {warps} warps / {stages} stages / {splits} splits '
+                      f'| {hot:.1f} | {cold:.1f} | {diff:.2e} |', flush=True)
+                if B == 1 and cold < best.get('us', float('inf')):  # PROGRAMS: the programs this split count makes
+                    best = dict(us=cold, cfg=(bm, bn, warps, stages, splits * -(-TQ * 8 // bm)))
     print('DEFAULTS', *best['cfg'])
 
 
