@@ -3,13 +3,13 @@
 Both are timed as the served call runs them: 18 calls (one per expert layer) captured in one CUDA graph, the replay
 timed with CUDA events and divided by 18, so launch overhead is left out as in serve.GraphedSampler; twice: every
 call on one input set (its keys stay in L2, how session 19 timed it, when the kernel's 17.4 us against 19.1 did not
-carry over into the model), and each call on its own set with L2 written over between calls (as in the model, where
-each layer reads its own keys and a layer-step's 35 MB of weights pass through L2 in between). The grouped attention
-is compiled by inductor (fullgraph) as one function with its two key concatenations, as a denoising step compiles
-it; both get the prefix padded to a multiple of 8 keys, as Pi05.prefix_cache pads it. The kernel is swept over block
-sizes, warps, pipeline stages and key splits; each configuration is checked against the grouped outputs first. The
-last line names the fastest at batch 1 from memory (PROGRAMS: its key splits times its row blocks, which
-decode_attn.launch's default split count aims at):
+carry over into the model), and each call on its own set with a buffer of 1.5x L2's size read between calls (as in
+the model, where each layer reads its own keys and a layer-step's 35 MB of weights pass through L2 in between). The
+grouped attention is compiled by inductor (fullgraph) as one function with its two key concatenations, as a
+denoising step compiles it; both get the prefix padded to a multiple of 8 keys, as Pi05.prefix_cache pads it. The
+kernel is swept over block sizes, warps, pipeline stages and key splits; each configuration is checked against the
+grouped outputs first. The last line names the fastest at batch 1 from memory (PROGRAMS: its key splits times its
+row blocks, which decode_attn.launch's default split count aims at):
     python docs/runs/z_ae_decode_attn.py            # ~3 min on an H100
     DEFAULTS <BLOCK_M> <BLOCK_N> <NUM_WARPS> <NUM_STAGES> <PROGRAMS>
 """
@@ -44,8 +44,8 @@ def inputs(B, seed=0):
 SCRATCH = {}
 
 
-def graph_us(body, reps=50):
-    """body() captured once in a CUDA graph; microseconds per replay, the median of `reps` replays."""
+def capture(body):
+    """body() warmed up on a side stream, then captured once in a CUDA graph."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -55,29 +55,37 @@ def graph_us(body, reps=50):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         body()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return sorted(times)[len(times) // 2]
+    return graph
 
 
-def per_call_us(fn, sets, cold):
-    """fn over each of `sets` in turn, LAYERS calls in one CUDA graph; microseconds per call. Not cold: one input set
-    read by every call (its keys stay in L2, as session 19 timed it). Cold: each call its own set, as each expert
-    layer reads its own cached keys, and an L2-sized buffer written before each call, as a layer-step's weights
-    stream through L2 between two attention calls in the model; the buffer's own time is subtracted."""
+def replay_us(graph):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    graph.replay()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) * 1e3
+
+
+def per_call_us(fn, sets, cold, reps=50):
+    """fn over each of `sets` in turn, LAYERS calls in one CUDA graph; microseconds per call, a median over `reps`
+    replays. Not cold: one input set read by every call (its keys stay in L2, as session 19 timed it). Cold: each
+    call its own set, as each expert layer reads its own cached keys, and a buffer of 1.5x L2's size read before each
+    call, as a layer-step's weights stream through L2 between two attention calls in the model. The reads' own time
+    is taken out replay by replay: the two graphs alternate and the median of their differences is kept. (In the
+    model the queries and the new keys were just written by the RoPE kernel and may still be in L2; here they are
+    cold too, which favours configurations that hide latency a little more than the model would.)"""
     if not cold:
-        return graph_us(lambda: [fn(*sets[0]) for _ in range(LAYERS)]) / LAYERS
-    l2 = getattr(torch.cuda.get_device_properties(0), 'L2_cache_size', 50 << 20)  # bytes; 50 MB on an H100
-    buf = SCRATCH.setdefault('l2', torch.empty(2 * l2 // 4, device='cuda'))  # twice L2, fp32
-    flush = graph_us(lambda: [buf.zero_() for _ in range(LAYERS)])
-    both = graph_us(lambda: [(buf.zero_(), fn(*sets[i % len(sets)])) for i in range(LAYERS)])
-    return (both - flush) / LAYERS
+        graph = capture(lambda: [fn(*sets[0]) for _ in range(LAYERS)])
+        return sorted(replay_us(graph) for _ in range(reps))[reps // 2] / LAYERS
+    if 'l2' not in SCRATCH:
+        l2 = getattr(torch.cuda.get_device_properties(0), 'L2_cache_size', 50 << 20)  # bytes; 50 MB on an H100
+        SCRATCH['l2'] = torch.ones(3 * l2 // 8, device='cuda')  # fp32: 1.5x L2
+    buf = SCRATCH['l2']
+    reads = capture(lambda: [buf.sum() for _ in range(LAYERS)])
+    both = capture(lambda: [(buf.sum(), fn(*sets[i % len(sets)])) for i in range(LAYERS)])
+    diffs = sorted(replay_us(both) - replay_us(reads) for _ in range(4 * reps))
+    return diffs[len(diffs) // 2] / LAYERS
 
 
 def main():
@@ -119,7 +127,8 @@ def main():
                       f'| {hot:.1f} | {cold:.1f} | {diff:.2e} |', flush=True)
                 if B == 1 and cold < best.get('us', float('inf')):  # PROGRAMS: the programs this split count makes
                     best = dict(us=cold, cfg=(bm, bn, warps, stages, splits * -(-TQ * 8 // bm)))
-    print('DEFAULTS', *best['cfg'])
+        if B == 1 and best:  # printed before batch 8, so a sweep stopped by its time limit keeps its choice
+            print('DEFAULTS', *best['cfg'], flush=True)
 
 
 if __name__ == '__main__':
