@@ -8,8 +8,8 @@ the model, where each layer reads its own keys and a layer-step's 35 MB of weigh
 grouped attention is compiled by inductor (fullgraph) as one function with its two key concatenations, as a
 denoising step compiles it; both get the prefix padded to a multiple of 8 keys, as Pi05.prefix_cache pads it. The
 kernel is swept over block sizes, warps, pipeline stages and key splits; each configuration is checked against the
-grouped outputs first. The last line names the fastest at batch 1 from memory (PROGRAMS: its key splits times its
-row blocks, which decode_attn.launch's default split count aims at):
+grouped outputs first. A DEFAULTS line, printed once batch 1 is done, names its fastest from memory (PROGRAMS: its key
+splits times its row blocks, which decode_attn.launch's default split count aims at):
     python docs/runs/z_ae_decode_attn.py            # ~3 min on an H100
     DEFAULTS <BLOCK_M> <BLOCK_N> <NUM_WARPS> <NUM_STAGES> <PROGRAMS>
 """
