@@ -175,6 +175,13 @@ def rope_tables(pos, head_dim):
     return radians.cos()[:, :, None], radians.sin()[:, :, None]
 
 
+def pad_keys(k, v, pad):
+    """k, v (B, L, heads, Dh) with `pad` zero positions appended (the prefix cache's padding; 0: unchanged)."""
+    if not pad:
+        return k, v
+    return F.pad(k, (0, 0, 0, 0, 0, pad)), F.pad(v, (0, 0, 0, 0, 0, pad))
+
+
 def apply_rope(x, cos, sin):
     """Rotate-half RoPE in fp32, rounded once at the end (gemma.py _apply_rope). x: (B, T, heads, Dh)."""
     x1, x2 = x.float().chunk(2, dim=-1)
@@ -287,15 +294,17 @@ class JointLayer(nn.Module):
 
     # inference: the prefix pass and a denoising step, one layer each (compile_inference compiles them)
 
-    def prefix_step(self, xp, cos, sin, mask, attn_impl, last=False):
-        """The VLM stream over the prefix -> (its output, post-RoPE k, v); the last layer's output feeds nothing."""
+    def prefix_step(self, xp, cos, sin, mask, attn_impl, last=False, pad=0):
+        """The VLM stream over the prefix -> (its output, post-RoPE k, v); the last layer's output feeds nothing.
+        pad: zero keys and values appended to the k, v returned for the cache (Pi05.prefix_cache), inside this step
+        so that a compiled step writes them with its own kernels instead of two more copies per layer."""
         if last:
             B, Lp, _ = xp.shape
             h = self.vlm.input_layernorm(xp)
             k = apply_rope(self.vlm.self_attn.k_proj(h).view(B, Lp, -1, self.cfg.head_dim), cos, sin)
-            return xp, k, self.vlm.self_attn.v_proj(h).view(B, Lp, -1, self.cfg.head_dim)
+            return xp, *pad_keys(k, self.vlm.self_attn.v_proj(h).view(B, Lp, -1, self.cfg.head_dim), pad)
         q, k, v, _ = qkv(self.vlm, xp, cos, sin, self.cfg.head_dim)
-        return prefix_out(self.vlm, xp, attention(q, k, v, mask, attn_impl)), k, v
+        return prefix_out(self.vlm, xp, attention(q, k, v, mask, attn_impl)), *pad_keys(k, v, pad)
 
     def denoise_step(self, xs, kp, vp, cond, cos, sin, mask, attn_impl, mods=(None, None)):
         """The expert stream over the action tokens, attending to the cached prefix k, v and to itself. mods: the
@@ -744,22 +753,21 @@ class Pi05(nn.Module):
         check_choice('prefix_attn', prefix_attn, PREFIX_ATTN)
         xp, valid = self.embed_prefix(batch)
         cos, sin = rope_tables(torch.cumsum(valid, 1) - 1, self.cfg.head_dim)
+        B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
+        step_impl = denoise_attn or self.attn_impl(actions_only=True, inference=True)
+        # 'grouped' (and 'triton', whose guided steps run 'grouped'): masked zero keys after the prefix, a key count
+        # that is a multiple of 8, so cuBLAS runs the attention's two products with its 16-byte-aligned kernels
+        # (Tp + 50 keys gave 2-element-aligned ones)
+        pad = -(Lp + H) % 8 if step_impl in ('grouped', 'triton') else 0
         impl = prefix_attn or self.attn_impl(inference=True)
         mask = self.attn_mask(valid, xp.shape[1], impl)
         kv = []
         for i, layer in enumerate(self.layers):
-            xp, k, v = layer.prefix_step(xp, cos, sin, mask, impl, last=i == len(self.layers) - 1)
+            xp, k, v = layer.prefix_step(xp, cos, sin, mask, impl, last=i == len(self.layers) - 1, pad=pad)
             kv.append((k, v))
         # what every denoising step shares: suffix positions follow the valid prefix; the action queries' mask
-        B, Lp, H = valid.shape[0], valid.shape[1], self.cfg.action_horizon
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
-        impl = denoise_attn or self.attn_impl(actions_only=True, inference=True)
-        # 'grouped' (and 'triton', whose guided steps run 'grouped'): masked zero keys after the prefix, a key count
-        # that is a multiple of 8, so cuBLAS runs the attention's two products with its 16-byte-aligned kernels
-        # (Tp + 50 keys gave 2-element-aligned ones)
-        pad = -(Lp + H) % 8 if impl in ('grouped', 'triton') else 0
-        if pad:
-            kv = [(F.pad(k, (0, 0, 0, 0, 0, pad)), F.pad(v, (0, 0, 0, 0, 0, pad))) for k, v in kv]
+        impl = step_impl
         keys = torch.cat([valid, valid.new_zeros(B, pad), valid.new_ones(B, H)], 1)
         mask = self.attn_mask(keys, Lp + pad, impl, q_start=Lp + pad)
         return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
