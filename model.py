@@ -297,7 +297,7 @@ class JointLayer(nn.Module):
     def prefix_step(self, xp, cos, sin, mask, attn_impl, last=False, pad=0):
         """The VLM stream over the prefix -> (its output, post-RoPE k, v); the last layer's output feeds nothing.
         pad: zero keys and values appended to the k, v returned for the cache (Pi05.prefix_cache), inside this step
-        so that a compiled step writes them with its own kernels instead of two more copies per layer."""
+        so that a compiled step writes them with its own kernels rather than eager fills and copies after it."""
         if last:
             B, Lp, _ = xp.shape
             h = self.vlm.input_layernorm(xp)
