@@ -235,6 +235,7 @@ def attention(q, k, v, mask, impl):
 
 DENOISE_ATTN = (None, 'sdpa', 'eager', 'flex', 'grouped', 'triton')  # sample_actions' denoise_attn values
 PREFIX_ATTN = (None, 'sdpa', 'eager', 'grouped')  # and its prefix_attn values
+GROUPED_MATH = ('grouped', 'triton')  # the choices whose math is 'grouped' (the cache padding, guided steps)
 
 
 def check_choice(key, value, allowed):
@@ -699,8 +700,8 @@ class Pi05(nn.Module):
         backward for these shapes).
         prefix_attn: the prefix pass's attention (every prefix token a query), None: attn_impl's; 'grouped' as above."""
         check_choice('denoise_attn', denoise_attn, DENOISE_ATTN)  # prefix_attn: prefix_cache checks it
-        grouped = denoise_attn in ('grouped', 'triton')
-        cache = self.prefix_cache(batch, denoise_attn if guide is None or grouped else None, prefix_attn)
+        cache = self.prefix_cache(batch, denoise_attn if guide is None or denoise_attn in GROUPED_MATH else None,
+                                  prefix_attn)
         B = cache['valid'].shape[0]
         x = noise if noise is not None else torch.randn(B, self.cfg.action_horizon, self.cfg.action_dim,
                                                         device=cache['valid'].device, generator=generator)
@@ -758,7 +759,7 @@ class Pi05(nn.Module):
         # 'grouped' (and 'triton', whose guided steps run 'grouped'): masked zero keys after the prefix, a key count
         # that is a multiple of 8, so cuBLAS runs the attention's two products with its 16-byte-aligned kernels
         # (Tp + 50 keys gave 2-element-aligned ones)
-        pad = -(Lp + H) % 8 if step_impl in ('grouped', 'triton') else 0
+        pad = -(Lp + H) % 8 if step_impl in GROUPED_MATH else 0
         impl = prefix_attn or self.attn_impl(inference=True)
         mask = self.attn_mask(valid, xp.shape[1], impl)
         kv = []
@@ -767,10 +768,9 @@ class Pi05(nn.Module):
             kv.append((k, v))
         # what every denoising step shares: suffix positions follow the valid prefix; the action queries' mask
         cos, sin = rope_tables(valid.sum(1, keepdim=True) + torch.arange(H, device=valid.device), self.cfg.head_dim)
-        impl = step_impl
         keys = torch.cat([valid, valid.new_zeros(B, pad), valid.new_ones(B, H)], 1)
-        mask = self.attn_mask(keys, Lp + pad, impl, q_start=Lp + pad)
-        return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': impl}
+        mask = self.attn_mask(keys, Lp + pad, step_impl, q_start=Lp + pad)
+        return {'kv': kv, 'valid': valid, 'rope': (cos, sin), 'mask': mask, 'impl': step_impl}
 
     @torch.no_grad()
     def denoise(self, cache, x_t, t, conds=None):
