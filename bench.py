@@ -382,8 +382,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
     and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps, and
     ('step', after those: serve.py's) grouped with each plain denoising step one graph (model.compile_denoise_step),
-    ('triton', opt-in) the same with decode_attn.py's kernel for the denoising attention, and ('prefix', opt-in,
-    last) 'step' with the grouped attention in the prefix pass too; a
+    ('prefix', opt-in) 'step' with the grouped attention in the prefix pass too, and ('triton', opt-in, last) 'step'
+    with decode_attn.py's kernel for the denoising attention; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
@@ -393,8 +393,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 'grouped': 'fused projections, grouped denoising attention',
                 'flex': 'fused projections, flex denoising attention',
                 'step': 'fused projections, grouped denoising attention, one graph per denoising step',
-                'triton': 'fused projections, Triton denoising attention, one graph per denoising step',
-                'prefix': 'fused projections, grouped attention in the prefix too, one graph per denoising step'}
+                'prefix': 'fused projections, grouped attention in the prefix too, one graph per denoising step',
+                'triton': 'fused projections, Triton denoising attention, one graph per denoising step'}
     chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
     if not chosen or set(chosen) - set(variants):
         raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
