@@ -20,12 +20,13 @@
 # bench runs step and triton only ('prefix' left for a call of its own: three rows did not fit with the sweep).
 # Session 21 (2026-12-06): the sweep gets 200 s (its batch-1 part, which sets DEFAULTS, comes first), and the bench
 # runs step, prefix, triton in that order (bench.py now runs 'prefix' before 'triton'), 30 calls per batch-1 row;
-# a row cut by the time limit keeps what it printed. Inductor's cache goes under $OUT: its generated code (every
-# compiled graph's kernels and call order, ind.tgz) shows offline which ops each of the call's kernels fuses
-# (SigLIP's LayerNorms run as three kernels each in the 'step' row's kernel list, 27 x ~6 us).
+# a row cut by the time limit keeps what it printed; SWEEP_END, END (seconds from the start) and VARIANTS override
+# those. Inductor's cache goes under $OUT: its generated code (every compiled graph's kernels and call order, ind.tgz)
+# shows offline which ops each of the call's kernels fuses (SigLIP's LayerNorms run as three kernels each in the
+# 'step' row's kernel list, 27 x ~6 us).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
-timeout $(left 200) python3 docs/runs/z_ae_decode_attn.py > $L/decode_sweep.txt 2>&1; el "sweep rc $?"
+timeout $(left ${SWEEP_END:-200}) python3 docs/runs/z_ae_decode_attn.py > $L/decode_sweep.txt 2>&1; el "sweep rc $?"
 grep "^| 1 | grouped\|^| 8 | grouped" $L/decode_sweep.txt; grep "^| 1 | kernel B" $L/decode_sweep.txt | sort -t'|' -k5 -n | head -5
 grep "^| 8 | kernel B" $L/decode_sweep.txt | sort -t'|' -k5 -n | head -3; grep "WRONG\|failed\|Error" $L/decode_sweep.txt | head -5
 read -r _ BM BN NW NS PR <<< "$(grep '^DEFAULTS' $L/decode_sweep.txt)"
@@ -33,7 +34,7 @@ if [ -n "$PR" ]; then
   sed -i "s/^BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = [0-9]*, [0-9]*, [0-9]*, [0-9]*/BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES = $BM, $BN, $NW, $NS/; s/^PROGRAMS = [0-9]*/PROGRAMS = $PR/" decode_attn.py
   el "defaults now: $(grep '^BLOCK_M, BLOCK_N\|^PROGRAMS' decode_attn.py | cut -c1-60 | tr '\n' ' ')"
 fi
-TORCHINDUCTOR_CACHE_DIR=$OUT/ind timeout $(left 585) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step,prefix,triton --out_dir=$OUT/bench \
+TORCHINDUCTOR_CACHE_DIR=$OUT/ind timeout $(left ${END:-585}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=${VARIANTS:-step,prefix,triton} --out_dir=$OUT/bench \
   > $L/infer_step_triton.txt 2>&1; el "bench rc $?"
 grep "^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer_step_triton.txt | cut -c1-220
 cd $OUT && tar czf logs.tgz logs $(ls bench/*.csv 2>/dev/null) && rm -rf logs bench
