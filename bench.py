@@ -57,7 +57,7 @@ fit_gpu = ''               # with fit: only the GPU sizes whose name contains th
 fit_skip = 0               # with fit: start after the first n settings (one setting per process: a row that ran
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
-infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'triton' and 'prefix' ('step': serve.py's, grouped with each denoising step one graph; 'triton': that with decode_attn.py's kernel; 'prefix': 'step' with grouped prefix attention)
+infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'prefix', 'triton' and 'small' ('step': serve.py's, grouped with each denoising step one graph; 'prefix': 'step' with grouped prefix attention; 'triton': 'step' with decode_attn.py's kernel; 'small': 'step' with small_gemm.py's kernel)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
@@ -382,8 +382,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     its compile + capture time, with separate projections, fused ones (model.fuse_projections, serve.py's default),
     and fused with grouped-query math (denoise_attn='grouped') or FlexAttention ('flex') in the denoising steps, and
     ('step', after those: serve.py's) grouped with each plain denoising step one graph (model.compile_denoise_step),
-    ('prefix', opt-in) 'step' with the grouped attention in the prefix pass too, and ('triton', opt-in, last) 'step'
-    with decode_attn.py's kernel for the denoising attention; a
+    ('prefix', opt-in) 'step' with the grouped attention in the prefix pass too, ('triton', opt-in) 'step' with
+    decode_attn.py's kernel for the denoising attention, and ('small', opt-in, last) 'step' with small_gemm.py's
+    kernel for the action expert's projections at batch 1; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
@@ -394,7 +395,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 'flex': 'fused projections, flex denoising attention',
                 'step': 'fused projections, grouped denoising attention, one graph per denoising step',
                 'prefix': 'fused projections, grouped attention in the prefix too, one graph per denoising step',
-                'triton': 'fused projections, Triton denoising attention, one graph per denoising step'}
+                'triton': 'fused projections, Triton denoising attention, one graph per denoising step',
+                'small': 'fused projections, grouped denoising attention, Triton expert GEMMs, one graph per step'}
     chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
     if not chosen or set(chosen) - set(variants):
         raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
@@ -468,13 +470,15 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             name, fused = variants[key], key != 'separate'
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
-            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton', 'prefix': 'grouped'}.get(key)
-            if key in ('step', 'triton', 'prefix') and not denoise_compiled:  # from here on model.denoise is one graph
+            attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton', 'prefix': 'grouped',
+                    'small': 'grouped'}.get(key)
+            if key in ('step', 'triton', 'prefix', 'small') and not denoise_compiled:  # from here on model.denoise is one graph
                 M.compile_denoise_step(model)
                 denoise_compiled = True
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn, whole_step=False,  # per layer, as each row says
-                                           prefix_attn='grouped' if key == 'prefix' else None)
+                                           prefix_attn='grouped' if key == 'prefix' else None,
+                                           small_gemm=key == 'small')
             compiled = True
             try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
@@ -486,7 +490,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 print(f'{name}: graph replay vs direct call, batch {B}: max abs diff '
                       f'{(got - ref).abs().max().item():.2e}; replay vs replay: '
                       f'{"bit-identical" if torch.equal(got, again) else "DIFFERENT"}', flush=True)
-                bases = {'step': ['grouped'], 'triton': ['step', 'grouped'], 'prefix': ['step', 'grouped']}.get(
+                bases = {'step': ['grouped'], 'triton': ['step', 'grouped'], 'prefix': ['step', 'grouped'],
+                         'small': ['step', 'grouped']}.get(
                     key, ['fused' if attn else 'separate'])  # one change at a time, else the nearest row that ran
                 base = next((variants[k] for k in bases if variants[k] in outs), None)
                 if base:

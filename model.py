@@ -28,6 +28,7 @@ from torch.utils.checkpoint import checkpoint
 
 import decode_attn
 import flex_mask
+import small_gemm
 
 # -----------------------------------------------------------------------------
 # configs
@@ -83,9 +84,20 @@ configs = {
 
 class Linear(nn.Linear):
     """nn.Linear that computes in its input's dtype, so fp32 master weights give bf16 matmuls (JAX casts at use)."""
+    small = False  # serving: few rows run small_gemm.py's kernel (use_small_gemm)
+
     def forward(self, x):
+        if self.small and self.bias is None:
+            return project(x, self.weight, True)
         b = None if self.bias is None else self.bias.to(x.dtype)
         return F.linear(x, self.weight.to(x.dtype), b)
+
+
+def project(x, w, small=False):
+    """x @ w^T in x's dtype, no bias (the serving GEMMs); small (use_small_gemm): an input of few rows on a GPU runs
+    small_gemm.py's kernel, which spreads the weight over every SM, instead of cuBLAS."""
+    w = w.to(x.dtype)
+    return small_gemm.linear(x, w) if small and small_gemm.usable(x, w) else F.linear(x, w)
 
 
 class LayerNorm(nn.LayerNorm):
@@ -132,6 +144,8 @@ class AdaRMSNorm(nn.Module):
 
 
 class GemmaMLP(nn.Module):
+    small = False  # serving: the fused gate/up GEMM through small_gemm.py where it can (use_small_gemm)
+
     def __init__(self, dim, hidden):
         super().__init__()
         self.gate_proj, self.up_proj = Linear(dim, hidden, bias=False), Linear(dim, hidden, bias=False)
@@ -140,7 +154,7 @@ class GemmaMLP(nn.Module):
 
     def forward(self, x):
         if self.fused is not None and not self.gate_proj.weight.requires_grad:  # serving (fuse_projections)
-            gate, up = F.linear(x, self.fused.to(x.dtype)).chunk(2, dim=-1)
+            gate, up = project(x, self.fused, self.small).chunk(2, dim=-1)
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
         return self.down_proj(F.gelu(gate, approximate='tanh') * up)
@@ -148,6 +162,8 @@ class GemmaMLP(nn.Module):
 
 class GemmaAttention(nn.Module):
     """Projections only: the attention itself is joint over both streams (JointLayer)."""
+    small = False  # serving: the fused q/k/v GEMM through small_gemm.py where it can (use_small_gemm)
+
     def __init__(self, dim, cfg):
         super().__init__()
         self.q_proj = Linear(dim, cfg.heads * cfg.head_dim, bias=False)
@@ -250,8 +266,8 @@ def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     h, gate = layer.input_layernorm(x, cond, mod) if cond is not None else (layer.input_layernorm(x), None)
     a = layer.self_attn
     if a.fused is not None and not a.q_proj.weight.requires_grad:  # serving (fuse_projections)
-        q, k, v = F.linear(h, a.fused.to(h.dtype)).split([a.q_proj.out_features, a.k_proj.out_features,
-                                                          a.v_proj.out_features], dim=-1)
+        q, k, v = project(h, a.fused, a.small).split([a.q_proj.out_features, a.k_proj.out_features,
+                                                      a.v_proj.out_features], dim=-1)
     else:
         q, k, v = a.q_proj(h), a.k_proj(h), a.v_proj(h)
     q, k, v = (y.view(B, T, -1, head_dim) for y in (q, k, v))
@@ -963,6 +979,17 @@ def fuse_projections(model):
         m.fused = tie(linears, 'weight')
         if linears[0].bias is not None:
             m.fused_bias = tie(linears, 'bias')
+    return model
+
+
+def use_small_gemm(model, on=True):
+    """Serving: the action expert's projections (its rows are the action tokens, 50 per sample) run small_gemm.py's
+    kernel wherever it can (a GPU, at most small_gemm.MAX_ROWS rows, no gradient), cuBLAS elsewhere; on=False undoes
+    it. Compiled graphs see the change (it is guarded) and recompile."""
+    for layer in model.layers:
+        expert = layer.expert
+        for m in [expert.self_attn, expert.mlp] + [l for l in expert.modules() if isinstance(l, Linear)]:
+            m.small = on
     return model
 
 

@@ -118,10 +118,11 @@ class GraphedSampler:
     output to a static buffer, so a call is: copy in, replay, copy out.
     denoise_attn: sample_actions' for the plain denoising steps ('grouped'; None runs the layers' sdpa);
     prefix_attn: its for the prefix pass (None: the layers' sdpa).
-    whole_step (with compile): each plain denoising step compiled as one graph rather than layer by layer."""
+    whole_step (with compile): each plain denoising step compiled as one graph rather than layer by layer.
+    small_gemm: the action expert's projections through small_gemm.py's kernel where it can (batch 1; opt-in)."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
-                 whole_step=True, prefix_attn=None):
+                 whole_step=True, prefix_attn=None, small_gemm=False):
         self.model, self.num_steps, self.graphs, self.prefix_attn = model, num_steps, {}, prefix_attn
         # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
         # 'grouped' 18.8 / 55.9 / 201.3 ms at batch 1 / 8 / 32 against sdpa's 27.4 / 63.7 / 209.3; whole steps 18.6 /
@@ -133,6 +134,7 @@ class GraphedSampler:
             M.fuse_projections(model)
         if compile:  # compile_mode: torch.compile's (None: inductor's default; 'max-autotune-no-cudagraphs' tunes GEMMs)
             M.compile_inference(model, mode=compile_mode, whole_step=whole_step)
+        M.use_small_gemm(model, small_gemm)
 
     def capture(self, batch, noise, guided=None):
         static = {k: v.clone() for k, v in batch.items()}

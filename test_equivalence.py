@@ -14,6 +14,7 @@ import data
 import decode_attn
 import flex_mask
 import model as M
+import small_gemm
 
 torch.set_num_threads(2)
 CFG = M.configs['tiny']
@@ -622,6 +623,68 @@ def test_triton_decode_kernel_matches_grouped_in_the_interpreter():
                          cwd=os.path.dirname(os.path.abspath(__file__)), timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith('ok'), out.stderr[-3000:]
 
+SMALL_GEMM_INTERPRETER_CHECK = """
+import dataclasses, torch, small_gemm, model as M
+from test_equivalence import CFG, make_model, make_batch, noise_time
+torch.manual_seed(0)
+for rows, N, K, split in ((50, 256, 512, 1), (50, 256, 512, 4), (1, 128, 256, 2), (64, 192, 1024, 8)):
+    x, w = torch.randn(rows, K), torch.randn(N, K)
+    ref = x @ w.T
+    for _ in range(2):  # the second call finds the counters the first left (zero again, or it writes nothing)
+        got = small_gemm.launch(x, w, split=split)
+        err = ((got - ref).abs().max() / ref.abs().max()).item()
+        assert err < 1e-5, f'{rows} x {K} @ {K} x {N}, split {split}: max diff {err:.2e} of the largest'
+assert not small_gemm._counters[torch.device('cpu')].any(), 'counters left non-zero'
+assert small_gemm.usable(torch.zeros(64, 128), torch.zeros(64, 128))
+assert not small_gemm.usable(torch.zeros(65, 128), torch.zeros(64, 128)), 'more rows than one block'
+assert not small_gemm.usable(torch.zeros(50, 100), torch.zeros(64, 100)), 'K not a multiple of 128'
+# served: the expert's projections (q/k/v and gate/up fused, o and down) through the kernel give the same actions
+cfg = dataclasses.replace(CFG, expert_width=128, expert_mlp=256, head_dim=64)  # shapes the kernel takes
+m, b = make_model(cfg), make_batch(cfg)
+x0, _ = noise_time(cfg)
+M.fuse_projections(m.requires_grad_(False))
+ref = m.sample_actions(b, noise=x0)
+calls, launch = [], small_gemm.launch
+small_gemm.launch = lambda x, w, **kw: calls.append(tuple(w.shape)) or launch(x, w, **kw)
+got = M.use_small_gemm(m).sample_actions(b, noise=x0)
+assert sorted(set(calls)) == [(128, 128), (128, 256), (256, 128), (512, 128)], sorted(set(calls))
+err = ((got - ref).abs().max() / ref.abs().max()).item()
+assert err < 1e-5, f'sample_actions with the small GEMMs: max diff {err:.2e} of the largest'
+print('ok')
+"""
+
+
+@pytest.mark.skipif(small_gemm.triton is None, reason='needs triton (the CPU build of torch comes without it)')
+def test_small_gemm_matches_linear_in_the_interpreter():
+    """small_gemm's kernel, run by Triton's interpreter on the CPU in fp32: few rows times a weight, with K split over
+    programs whose partials the last one adds up, twice (the counters must be zero again), and sample_actions with
+    the action expert's four projections through it (use_small_gemm) equal to cuBLAS's path."""
+    import subprocess
+    import numpy
+    if tuple(map(int, numpy.__version__.split('.')[:2])) >= (2, 3):
+        pytest.skip("Triton 3.6's interpreter fails on numpy >= 2.3 (a 1-element array as a loop bound)")
+    env = dict(os.environ, TRITON_INTERPRET='1')
+    out = subprocess.run([sys.executable, '-c', SMALL_GEMM_INTERPRETER_CHECK], env=env, capture_output=True,
+                         text=True, cwd=os.path.dirname(os.path.abspath(__file__)), timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith('ok'), out.stderr[-3000:]
+
+
+def test_small_gemm_stays_off_where_it_cannot_run():
+    """use_small_gemm marks the action expert's projections only; where the kernel cannot run (here a CPU without
+    Triton's interpreter) they take cuBLAS's path with the same actions; on=False undoes it."""
+    m, b = make_model(), make_batch()
+    x0, _ = noise_time()
+    M.fuse_projections(m.requires_grad_(False))
+    ref = m.sample_actions(b, noise=x0)
+    M.use_small_gemm(m)
+    assert m.layers[0].expert.mlp.small and m.layers[0].expert.self_attn.o_proj.small and not m.layers[0].vlm.mlp.small
+    if not small_gemm.INTERPRET:
+        assert not small_gemm.usable(torch.zeros(50, 128), torch.zeros(64, 128)), 'a CPU tensor without the interpreter'
+    assert_close(m.sample_actions(b, noise=x0), ref, 'use_small_gemm where its kernel cannot run')
+    M.use_small_gemm(m, False)
+    assert not any(getattr(x, 'small', False) for x in m.modules())
+
+
 def test_fused_projections_match_separate_ones():
     """fuse_projections (serving): q/k/v and gate/up as one GEMM each give the same actions, add no parameters or
     state-dict keys, and stay tied to the parameters (loading new weights changes the fused GEMMs too); compiled:
@@ -1113,6 +1176,49 @@ class TestGPU:
         assert launched == 10 * depth, f'{launched} decode_attn kernels, expected {10 * depth}'
         err = ((got - ref).norm() / ref.norm()).item()
         assert err < 2e-2, f'triton vs grouped denoising attention, compiled whole steps: relative error {err:.2e}'
+
+    def test_small_gemm_matches_cublas_at_pi05_expert_shapes(self):
+        """small_gemm's kernel in bf16 at the action expert's four projections at batch 1 (50 rows; fused q/k/v,
+        o_proj, fused gate/up, down_proj), with config()'s split and others: F.linear's result to bf16 rounding,
+        bit-identical when called again and when replayed from a CUDA graph, the counters zero after. Then
+        GraphedSampler(small_gemm=True) at pi05's expert widths and heads, batch 1: the actions of the graph without
+        it to bf16 rounding, the kernel launched for every projection of every layer and step, replays identical."""
+        import serve
+        torch.manual_seed(0)
+        x = torch.randn(50, 4096, device='cuda', dtype=torch.bfloat16)
+        for N, K in ((2560, 1024), (1024, 2048), (8192, 1024), (1024, 4096)):
+            w = torch.randn(N, K, device='cuda', dtype=torch.bfloat16) / K ** 0.5
+            ref = torch.nn.functional.linear(x[:, :K], w).float()
+            for split in (None, 1, 2, 8):
+                got = small_gemm.launch(x[:, :K], w, split=split)
+                err = ((got.float() - ref).norm() / ref.norm()).item()
+                assert err < 1e-2, f'{K} -> {N}, split {split}: relative error {err:.2e}'
+                assert torch.equal(got, small_gemm.launch(x[:, :K], w, split=split)), f'{K} -> {N}, split {split}'
+            xs = x[:, :K].clone()
+            graph, out = torch.cuda.CUDAGraph(), None
+            with torch.cuda.graph(graph):
+                out = small_gemm.linear(xs, w)
+            graph.replay()
+            first = out.clone()
+            graph.replay()
+            assert torch.equal(out, first) and torch.equal(first, small_gemm.linear(xs, w)), f'{K} -> {N} replayed'
+        assert not small_gemm._counters[x.device].any(), 'counters left non-zero'
+        cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56, expert_width=1024,
+                      expert_mlp=4096)
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
+        m.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
+        b = {k: v[:1] for k, v in b.items()}
+        x0 = torch.randn(1, cfg.action_horizon, cfg.action_dim, device='cuda')
+        ref = serve.GraphedSampler(m)(b, x0).float()
+        sampler = serve.GraphedSampler(m, compile=False, fuse=False, small_gemm=True)
+        sampler(b, x0)  # captured here
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            got = sampler(b, x0).float()
+        launched = sum(e.count for e in prof.key_averages() if 'small_gemm_kernel' in e.key)
+        assert launched == 4 * cfg.depth * 10, f'{launched} small_gemm kernels, expected {4 * cfg.depth * 10}'
+        err = ((got - ref).norm() / ref.norm()).item()
+        assert err < 2e-2, f'small_gemm vs cuBLAS in the served graph: relative error {err:.2e}'
+        assert torch.equal(sampler(b, x0).float(), got), 'replays differ'
 
     def test_inference_dtype_keeps_the_actions_bit_identical_on_cuda(self):
         """set_param_dtype(bf16, inference=True), as serve.Policy loads a checkpoint on a GPU: the same actions, bit
