@@ -73,7 +73,8 @@ if triton is not None:
             part = (Part + pn * SPLIT * BLOCK_M * BLOCK_N + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N
                     + tl.arange(0, BLOCK_N)[None, :])
             tl.store(part + ps * BLOCK_M * BLOCK_N, acc, mask=m_ok[:, None])
-            done = tl.atomic_add(Count + pn, 1, sem='acq_rel')  # releases the partial, sees the others'
+            tl.debug_barrier()  # every thread's share of the partial is written before the counter releases it
+            done = tl.atomic_add(Count + pn, 1, sem='acq_rel', scope='gpu')  # and sees the other programs' partials
             if done == SPLIT - 1:
                 total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
                 for s in range(SPLIT):  # in split order, whichever program came last
