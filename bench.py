@@ -464,7 +464,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         # math or FlexAttention in the denoising steps (flex decoding when compiled)
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
-        outs = {}  # each variant's replay at the last batch size
+        outs, outs1 = {}, {}  # each variant's replay at the last batch size, and at the first
         compiled = fused_sampler = direct = replay = denoise_compiled = None
         for key in [v for v in variants if v in chosen]:
             name, fused = variants[key], key != 'separate'
@@ -494,12 +494,14 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                          'small': ['step', 'grouped']}.get(
                     key, ['fused' if attn else 'separate'])  # one change at a time, else the nearest row that ran
                 base = next((variants[k] for k in bases if variants[k] in outs), None)
+                got1 = sampler(*first).float()  # and at the first batch size ('small' runs its kernel at batch 1 only)
                 if base:
-                    err = ((got - outs[base]).norm() / outs[base].norm()).item()
-                    print(f'{name} vs {base}, batch {B}: relative difference {err:.2e}', flush=True)
+                    for b_, now, before in ((B, got, outs[base]), (len(first[1]), got1, outs1[base])):
+                        err = ((now - before).norm() / before.norm()).item()
+                        print(f'{name} vs {base}, batch {b_}: relative difference {err:.2e}', flush=True)
                 elif key != 'separate':
                     print(f'{name}: no row it changes ran before it ({", ".join(bases)}): not compared', flush=True)
-                outs[name] = got
+                outs[name], outs1[name] = got, got1
                 if key == 'fused':  # the autotuned row compares with its replay
                     fused_sampler = sampler
                 kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')

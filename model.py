@@ -84,7 +84,7 @@ configs = {
 
 class Linear(nn.Linear):
     """nn.Linear that computes in its input's dtype, so fp32 master weights give bf16 matmuls (JAX casts at use)."""
-    small = False  # serving: few rows run small_gemm.py's kernel (use_small_gemm)
+    small = False  # serving: few rows run small_gemm.py's kernel (use_small_gemm; Linears without a bias only)
 
     def forward(self, x):
         if self.small and self.bias is None:
@@ -94,8 +94,8 @@ class Linear(nn.Linear):
 
 
 def project(x, w, small=False):
-    """x @ w^T in x's dtype, no bias (the serving GEMMs); small (use_small_gemm): an input of few rows on a GPU runs
-    small_gemm.py's kernel, which spreads the weight over every SM, instead of cuBLAS."""
+    """x @ w^T in x's dtype, no bias (the serving GEMMs); small (use_small_gemm): where small_gemm.usable allows (few
+    rows, bf16 on a GPU, a weight shape it has a configuration for) small_gemm.py's kernel instead of cuBLAS."""
     w = w.to(x.dtype)
     return small_gemm.linear(x, w) if small and small_gemm.usable(x, w) else F.linear(x, w)
 
@@ -983,9 +983,10 @@ def fuse_projections(model):
 
 
 def use_small_gemm(model, on=True):
-    """Serving: the action expert's projections (its rows are the action tokens, 50 per sample) run small_gemm.py's
-    kernel wherever it can (a GPU, at most small_gemm.MAX_ROWS rows, no gradient), cuBLAS elsewhere; on=False undoes
-    it. Compiled graphs see the change (it is guarded) and recompile."""
+    """Serving: the action expert's projections (its rows are the action tokens, 50 per sample; q/k/v and gate/up
+    fused or not, o_proj, down_proj) run small_gemm.py's kernel wherever small_gemm.usable allows (bf16 on a GPU, at
+    most small_gemm.MAX_ROWS rows, a weight shape it has a configuration for, no gradient), cuBLAS elsewhere; on=False
+    undoes it. It is the model's state: compiled graphs see a change (it is guarded) and recompile."""
     for layer in model.layers:
         expert = layer.expert
         for m in [expert.self_attn, expert.mlp] + [l for l in expert.modules() if isinstance(l, Linear)]:

@@ -119,7 +119,8 @@ class GraphedSampler:
     denoise_attn: sample_actions' for the plain denoising steps ('grouped'; None runs the layers' sdpa);
     prefix_attn: its for the prefix pass (None: the layers' sdpa).
     whole_step (with compile): each plain denoising step compiled as one graph rather than layer by layer.
-    small_gemm: the action expert's projections through small_gemm.py's kernel where it can (batch 1; opt-in)."""
+    small_gemm: the action expert's projections through small_gemm.py's kernel where it can (batch 1; opt-in; set
+    on the model, model.use_small_gemm, for each capture of this sampler)."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
                  whole_step=True, prefix_attn=None, small_gemm=False):
@@ -134,7 +135,7 @@ class GraphedSampler:
             M.fuse_projections(model)
         if compile:  # compile_mode: torch.compile's (None: inductor's default; 'max-autotune-no-cudagraphs' tunes GEMMs)
             M.compile_inference(model, mode=compile_mode, whole_step=whole_step)
-        M.use_small_gemm(model, small_gemm)
+        self.small_gemm = small_gemm
 
     def capture(self, batch, noise, guided=None):
         static = {k: v.clone() for k, v in batch.items()}
@@ -146,6 +147,7 @@ class GraphedSampler:
         if guided is not None:  # real-time chunking: the guidance's autograd pass is captured too, beta an input
             kw = dict(guide=guided[0].clone(), guide_weights=guided[1].clone(),
                       max_guidance=torch.tensor(float(guided[2]), dtype=torch.float64, device=noise.device))
+        M.use_small_gemm(self.model, self.small_gemm)  # model state: another sampler of this model may have changed it
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
                                                 denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
         side = torch.cuda.Stream()

@@ -4,10 +4,13 @@ In a denoising step at batch 1 the expert multiplies 50 rows by each of its weig
 read of the weights with a little arithmetic on the side. cuBLAS tiles the 50 rows and the outputs so that some
 projections run on a third of the GPU's SMs (o_proj: 48 tiles of 24 x 64) or need a second kernel to add up a split
 over K (down_proj). Here one program takes BLOCK_N outputs for all rows (up to 64) over one of SPLIT parts of K, so
-about one program per SM streams its slice of the weights once. With SPLIT > 1 each program stores its fp32 partial
-sum, and the last program of an output tile to finish (an atomic counter) adds the partials up in split order, so
-the result does not depend on which program finished first (a CUDA graph's replays are bit-identical), and writes
-it in the input's dtype. Products in bf16 with fp32 sums, as cuBLAS; only the order of the sums differs.
+that the programs (config(): about as many as the GPU has SMs, where N and K allow) each stream their slice of the
+weights once. With SPLIT > 1 each program stores its fp32 partial sum, and the last program of an output tile to
+finish (an atomic counter) adds the partials up in split order, so the result does not depend on which program
+finished first, and writes it in the input's dtype. Products in bf16 with fp32 sums, as cuBLAS; only the order of
+the sums differs. One stream at a time: the counters are shared by every call on a device.
+Not timed on a GPU yet (2026-12-06): opt-in until docs/runs/z_al_skinny_gemm.py and bench.py's 'small' row show it
+pays; CONFIGS is empty until the former has run.
 
     python docs/runs/z_al_skinny_gemm.py      # the kernel against cuBLAS at pi05's expert shapes, configurations swept
     python bench.py --infer=True --infer_variants=step,small    # serve.py's default without and with it
@@ -23,9 +26,10 @@ except ImportError:  # the CPU build of torch comes without triton; F.linear the
     triton = None
 
 MAX_ROWS = 64  # one block of rows: batch 1 (50 action rows); more rows go to cuBLAS
-CONFIGS = {}   # (N, K) -> (BLOCK_N, BLOCK_K, SPLIT, NUM_STAGES), the fastest measured, or None where cuBLAS was faster
-               # (docs/runs/z_al_skinny_gemm.py writes them); other shapes: config()
+CONFIGS = {}   # (N, K) -> (BLOCK_N, BLOCK_K, SPLIT, NUM_STAGES) or None (cuBLAS), as docs/runs/z_al_skinny_gemm.py
+               # --write records its sweep's fastest; other shapes: config()'s rule
 PROGRAMS = 132  # config()'s split count aims at about this many programs (an H100 or H200 has 132 SMs)
+COUNTERS = 4096  # output tiles one call may have (N / BLOCK_N)
 INTERPRET = os.environ.get('TRITON_INTERPRET') == '1'  # Triton's own switch: its kernels run on the CPU (tests)
 
 
@@ -87,24 +91,29 @@ if triton is not None:
 _counters = {}  # device -> int32 counters, zero between calls (each call's last programs reset theirs)
 
 
-def launch(x, w, block_n=None, block_k=None, split=None, num_stages=None):
+def launch(x, w, block_n=None, block_k=None, split=None, num_stages=None, part=None):
     """x (..., K) with at most MAX_ROWS rows, w (N, K) -> x @ w^T (..., N) in x's dtype. The block sizes and split
-    default to config()'s."""
+    default to config()'s; part: the fp32 workspace of the partial sums (tests pass one filled with NaN)."""
+    if triton is None:
+        raise RuntimeError('small_gemm needs triton (pip install triton; the CPU build of torch comes without it)')
     N, K = w.shape
     dn, dk, ds, dst = config(N, K) or (64, 128, 1, 4)
     bn, bk, split, stages = block_n or dn, block_k or dk, split or ds, num_stages or dst
     x2 = x.reshape(-1, K)
     M = x2.shape[0]
-    if M > MAX_ROWS or N % bn or K % (split * bk):
-        raise ValueError(f'small_gemm: {M} rows (at most {MAX_ROWS}), N {N} (a multiple of {bn}), K {K} (a multiple '
-                         f'of {split} x {bk})')
+    tiles = N // bn
+    if M > MAX_ROWS or N % bn or K % (split * bk) or tiles > COUNTERS:
+        raise ValueError(f'small_gemm: {M} rows (at most {MAX_ROWS}), N {N} (a multiple of {bn}, at most {COUNTERS} '
+                         f'tiles), K {K} (a multiple of {split} x {bk})')
     x2, w = (t if t.stride(-1) == 1 else t.contiguous() for t in (x2, w))
     y = x2.new_empty(M, N)
-    tiles = N // bn
     counters = _counters.get(x.device)
-    if counters is None or counters.numel() < tiles:
-        counters = _counters[x.device] = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=x.device)
-    part = x2.new_empty(tiles * split * MAX_ROWS * bn, dtype=torch.float32) if split > 1 else y
+    if counters is None:  # once per device, never reallocated (CUDA graphs keep its address)
+        counters = _counters[x.device] = torch.zeros(COUNTERS, dtype=torch.int32, device=x.device)
+    if split == 1:
+        part = y
+    elif part is None:
+        part = x2.new_empty(tiles * split * MAX_ROWS * bn, dtype=torch.float32)
     small_gemm_kernel[(tiles, split)](x2, w, y, part, counters, M, N, K, x2.stride(0), w.stride(0), y.stride(0),
                                       K // split, BLOCK_M=MAX_ROWS, BLOCK_N=bn, BLOCK_K=bk, SPLIT=split,
                                       num_warps=4, num_stages=stages)

@@ -23,9 +23,10 @@
 # 'cpu128' shape matched this one (69 / 74 / 75%, docs/closed_loop/ah_results.txt), so model size is not the limit.
 # On MT50 (--data_dir of MT50's 50 x 50 demonstrations) this config at micro-batch 128 gave 57.2%.
 # Micro-batch 256 at the same lr and schedule (2026-12-06, one H100, docs/closed_loop/ai_results.txt): 79 / 79% at
-# train seeds 42 / 1 and 75% at seed 2 (aj_results.txt; mean 77.7%, each run 6-7 points above its seed's run at 128,
-# whose five runs averaged 73.0); 6000 iterations in 219-250 s, one run per call on an H100. Every result above this line was measured at micro-batch 128. 64 px frames with
-# --patch=8 (micro-batch 128) did not pay either (64 / 64 / 62%).
+# train seeds 42 / 1 and 75% at seed 2 (aj_results.txt; mean 77.7% against 73.0 over five runs at 128, where these
+# seeds gave 78 / 73, 72 / 73 and 69%); 6000 iterations in 219-250 s, one run per call on an H100. Every result above
+# this line was measured at micro-batch 128. 64 px frames with --patch=8 (micro-batch 128) did not pay either
+# (64 / 64 / 62%).
 # compile_mode='reduce-overhead' takes a train.py iteration at micro-batch 128 from 60 to 22-29 ms here (bench.py: a
 # step from 45.8 to 25.2 ms; its GPU tests pass).
 out_dir = 'out/metaworld'

@@ -64,14 +64,15 @@ def main():
         print(f'\n## {name}: {ROWS} x {K} @ {K} x {N} ({mb:.1f} MB of weights)\n| kernel | BLOCK_N | BLOCK_K | SPLIT | '
               f'stages | programs | us | TB/s | max rel err |\n|---|---|---|---|---|---|---|---|---|', flush=True)
         print(f'| cuBLAS F.linear | | | | | | {us:.2f} | {mb / us:.2f} | |', flush=True)
-        best, t0 = (us, None), time.time()
-        for bn, bk, split, st in itertools.product((32, 64, 128), (64, 128, 256), (1, 2, 4, 8, 16), (3, 4)):
-            progs = N // bn * split
+        best, t0, tried, cut = (us, None), time.time(), 0, False
+        for bn, bk, split, st in itertools.product((64, 128, 32), (128, 256, 64), (1, 2, 4, 8, 16), (4, 3)):
+            progs = N // bn * split  # the likeliest first (64 outputs, 128-wide K blocks, 4 stages), in case time is up
             if N % bn or K % (split * bk) or not (64 <= progs <= 600) or (bk == 64 and st == 3):
                 continue
             if time.time() - t0 > 25:
-                print("(this shape's time is up)", flush=True)
+                cut = True
                 break
+            tried += 1
             cfg = dict(block_n=bn, block_k=bk, split=split, num_stages=st)
             try:
                 y = small_gemm.launch(x, ws[0], **cfg)
@@ -92,7 +93,8 @@ def main():
                 best = (t, (bn, bk, split, st))
         chosen[N, K] = best[1]
         print(f'CONFIG {name} {N} {K} {" ".join(map(str, best[1])) if best[1] else "cublas"}: {best[0]:.2f} us '
-              f'against cuBLAS {us:.2f}', flush=True)
+              f'against cuBLAS {us:.2f}; {tried} configurations tried{" (time was up: the sweep cut short)" if cut else ""}',
+              flush=True)
     print(f'CONFIGS = {chosen!r}', flush=True)
     if '--write' in sys.argv:
         path = small_gemm.__file__
