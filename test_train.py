@@ -948,7 +948,7 @@ def test_bench_checks_its_inference_variants_before_building_a_model(monkeypatch
     import bench
     monkeypatch.setattr(bench.M, 'build', lambda *a, **k: pytest.fail('a model was built'))
     monkeypatch.setattr(bench, 'infer_variants', 'grouped,fast')
-    with pytest.raises(ValueError, match="infer_variants='grouped,fast': a comma-separated subset of separate,fused,grouped,flex,step,triton,prefix$"):
+    with pytest.raises(ValueError, match="infer_variants='grouped,fast': a comma-separated subset of separate,fused,grouped,flex,step,prefix,triton,small$"):
         bench.infer_table([40], 'cpu')
     monkeypatch.setattr(bench, 'infer_variants', 'grouped')
     monkeypatch.setattr(bench, 'infer_autotune', True)
