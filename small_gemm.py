@@ -26,7 +26,7 @@ except ImportError:  # the CPU build of torch comes without triton; F.linear the
     triton = None
 
 MAX_ROWS = 64  # one block of rows: batch 1 (50 action rows); more rows go to cuBLAS
-CONFIGS = {}   # (N, K) -> (BLOCK_N, BLOCK_K, SPLIT, NUM_STAGES) or None (cuBLAS), as docs/runs/z_al_skinny_gemm.py
+CONFIGS = {(2560, 1024): None, (1024, 2048): None, (8192, 1024): (64, 128, 1, 4), (1024, 4096): (32, 256, 4, 4)}   # (N, K) -> (BLOCK_N, BLOCK_K, SPLIT, NUM_STAGES) or None (cuBLAS), as docs/runs/z_al_skinny_gemm.py
                # --write records its sweep's fastest; other shapes: config()'s rule
 PROGRAMS = 132  # config()'s split count aims at about this many programs (an H100 or H200 has 132 SMs)
 COUNTERS = 4096  # output tiles one call may have (N / BLOCK_N)

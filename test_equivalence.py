@@ -1182,9 +1182,11 @@ class TestGPU:
         o_proj, fused gate/up, down_proj), with config()'s split and others: F.linear's result to bf16 rounding on
         new inputs every call, its workspace filled with NaN first (a partial summed before its program wrote it
         shows), bit-identical when called again and when replayed from a CUDA graph, the counters zero after. Then
-        GraphedSampler(small_gemm=True) at pi05's expert widths and heads, batch 1: the actions of the graph without
-        it to bf16 rounding, the kernel launched for every projection (of the shapes it takes) of every layer and
-        step, replays identical."""
+        GraphedSampler(small_gemm=True) at pi05's expert widths and heads, batch 1: its actions as close to the same
+        weights computed in fp32 as the graph's without it (within 1.5x: both are bf16 rounding, which ten steps
+        through random weights grow to ~3%), the kernel launched for every projection (of the shapes it takes) of
+        every layer and step, replays identical."""
+        import copy
         import serve
         torch.manual_seed(0)
         for N, K in ((2560, 1024), (1024, 2048), (8192, 1024), (1024, 4096)):
@@ -1211,9 +1213,12 @@ class TestGPU:
         cfg = replace(CFG, heads=8, kv_heads=1, head_dim=256, action_horizon=50, image_size=56, expert_width=1024,
                       expert_mlp=4096)
         m, b, _, _ = self.setup('sdpa', torch.bfloat16, cfg)
+        exact = copy.deepcopy(m).requires_grad_(False)  # the same weights computed in fp32: the yardstick
+        exact.compute_dtype = torch.float32
         m.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
         b = {k: v[:1] for k, v in b.items()}
         x0 = torch.randn(1, cfg.action_horizon, cfg.action_dim, device='cuda')
+        truth = exact.sample_actions(b, noise=x0).float()
         ref = serve.GraphedSampler(m)(b, x0).float()
         sampler = serve.GraphedSampler(m, compile=False, fuse=False, small_gemm=True)
         sampler(b, x0)  # captured here
@@ -1223,8 +1228,8 @@ class TestGPU:
                                                                      (1024, 4096)))  # CONFIGS may leave some to cuBLAS
         launched = sum(e.count for e in prof.key_averages() if 'small_gemm_kernel' in e.key)
         assert launched == taken * cfg.depth * 10, f'{launched} small_gemm kernels, expected {taken * cfg.depth * 10}'
-        err = ((got - ref).norm() / ref.norm()).item()
-        assert err < 2e-2, f'small_gemm vs cuBLAS in the served graph: relative error {err:.2e}'
+        rel = lambda a: ((a - truth).norm() / truth.norm()).item()
+        assert rel(got) < 1.5 * rel(ref), f'small_gemm off fp32 by {rel(got):.2e}, cuBLAS by {rel(ref):.2e}'
         assert torch.equal(sampler(b, x0).float(), got), 'replays differ'
 
     def test_inference_dtype_keeps_the_actions_bit_identical_on_cuda(self):

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Session 21 (2026-12-06), issue 17, a device call after z_al_infer_skinny_prefix.sh; carry [".whl", ".gl"]. ~4.5 min.
+# 1. small_gemm's tests on the GPU with CONFIGS as z_al wrote them (gate/up and down through the kernel); the served
+#    graph is now judged against the same weights in fp32 (z_al's run: 2.96e-2 against the absolute 2e-2 it had).
+# 2. bench.py's 'step' and 'prefix' rows (the grouped attention in the prefix pass too), batch 1 / 8 / 32.
+source docs/closed_loop/device_setup.sh  # T0, el, left
+L=$OUT/logs; mkdir -p $L
+timeout $(left ${TESTS_END:-80}) python3 -m pytest -q -rs test_equivalence.py -k "small_gemm" -p no:cacheprovider \
+  > $L/gpu_tests.txt 2>&1; el "gpu tests rc $?"; grep -E "passed|failed|Error|assert" $L/gpu_tests.txt | tail -8
+timeout $(left ${END:-300}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step,prefix \
+  --out_dir=$OUT/bench > $L/infer.txt 2>&1; el "bench rc $?"
+grep "^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer.txt | cut -c1-220
+cd $OUT && tar czf logs.tgz logs $(ls bench/*.csv 2>/dev/null) && rm -rf logs bench
