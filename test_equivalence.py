@@ -685,6 +685,20 @@ def test_small_gemm_stays_off_where_it_cannot_run():
     assert not any(getattr(x, 'small', False) for x in m.modules())
 
 
+def test_siglip_layers_get_one_row_per_patch():
+    """The patch embeddings reach every SigLIP layer as rows in memory (contiguous), not as the transposed view of the
+    conv's channel planes, whose layout each residual add would pass on (inductor then split every LayerNorm into
+    three kernels over strided channels); and each layer hands on the same layout."""
+    m, b = make_model(), make_batch()
+    seen = []
+    hooks = [layer.register_forward_hook(lambda mod, args, out: seen.append((args[0].is_contiguous(), out.is_contiguous())))
+             for layer in m.vision.encoder.layers]
+    m.embed_prefix(b)
+    for h in hooks:
+        h.remove()
+    assert len(seen) == CFG.vit_depth and all(i and o for i, o in seen), seen
+
+
 def test_fused_projections_match_separate_ones():
     """fuse_projections (serving): q/k/v and gate/up as one GEMM each give the same actions, add no parameters or
     state-dict keys, and stay tied to the parameters (loading new weights changes the fused GEMMs too); compiled:
