@@ -393,6 +393,30 @@ def test_compiled_inference_matches_eager_sample_actions(fuse):
     assert graphs == 7 and not counters['graph_break'] and not counters['recompiles'], dict(counters['stats'])
 
 
+def test_compiled_action_out_is_a_reduction_at_batch_1():
+    """Compiled without a gradient at up to 64 action rows, the fp32 action-out projection is written as a reduction
+    (no matmul in the graph: cuBLAS's split-K sgemm took 7x as long on an H100) with the eager result to fp32
+    rounding; with a gradient (training, guided steps) or more rows it stays the Linear."""
+    m = make_model()
+    head = m.action_out
+    ops = []
+
+    def record(gm, example_inputs):
+        ops.append({str(n.target) for n in gm.graph.nodes if n.op == 'call_function'})
+        return gm.forward
+    for rows, grad in ((1, False), (30, True), (20, False)):
+        xs = torch.randn(rows, CFG.action_horizon, CFG.expert_width)
+        cond = torch.randn(rows, CFG.expert_width)
+        mod = head.norm.dense(cond).detach()  # computed ahead, as sample_actions does: the projection is the graph's
+        torch._dynamo.reset()                 # only Linear
+        with torch.set_grad_enabled(grad):
+            got = torch.compile(head, backend=record, fullgraph=True, dynamic=False)(xs, cond, mod)
+            ref = head(xs, cond, mod)
+        assert_close(got.detach(), ref.detach(), f'{rows} samples, grad {grad}')
+        linear = any('linear' in op or 'mm' in op for op in ops[-1])
+        assert linear == (grad or rows * CFG.action_horizon > 64), (rows, grad, sorted(ops[-1]))
+
+
 def test_whole_step_compile_matches_eager_sample_actions():
     """model.compile_inference(whole_step=True): each plain denoising step (action input, every layer, action output)
     is one graph, sdpa's and the grouped attention's alike, and gives the eager actions over the ten steps with no
