@@ -2,7 +2,8 @@
 # Session 21 (2026-12-06), issue 17, a device call after z_al_infer_skinny_prefix.sh; carry [".whl", ".gl"]. ~4.5 min.
 # 1. small_gemm's tests on the GPU with CONFIGS as z_al wrote them (gate/up and down through the kernel); the served
 #    graph is now judged against the same weights in fp32 (z_al's run: 2.96e-2 against the absolute 2e-2 it had).
-# 2. bench.py's 'step' and 'prefix' rows (the grouped attention in the prefix pass too), batch 1 / 8 / 32.
+# 2. bench.py's 'step' and 'prefix' rows (the grouped attention in the prefix pass too), batch 1 / 8 / 32; against z_al's
+#    17.8 ms the step row now also has SigLIP's contiguous patch embeddings and the fp32 action-out as a reduction.
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 timeout $(left ${TESTS_END:-80}) python3 -m pytest -q -rs test_equivalence.py -k "small_gemm" -p no:cacheprovider \
