@@ -463,8 +463,8 @@ class Siglip(nn.Module):
         x = F.conv2d(x, e.patch_embedding.weight.float(), e.patch_embedding.bias.float(), stride=e.patch_embedding.stride)
         # one row per patch in memory: the transposed view of the conv's channel planes would otherwise pass its
         # layout on through every residual add, and each LayerNorm would reduce over strided channels (on an H100,
-        # inductor split each into three kernels, 27 layers x ~17 us; docs/inference.md)
-        x = (x.flatten(2).transpose(1, 2).contiguous() + e.position_embedding.weight.float()).to(dtype)
+        # inductor split each into three kernels: ~17 us per layer for its two norms, 27 layers; docs/inference.md)
+        x = (x.flatten(2).transpose(1, 2) + e.position_embedding.weight.float()).to(dtype).contiguous()
         for layer in self.encoder.layers:
             x = layer(x)
         return self.post_layernorm(x)

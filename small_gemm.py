@@ -9,8 +9,8 @@ weights once. With SPLIT > 1 each program stores its fp32 partial sum, and the l
 finish (an atomic counter) adds the partials up in split order, so the result does not depend on which program
 finished first, and writes it in the input's dtype. Products in bf16 with fp32 sums, as cuBLAS; only the order of
 the sums differs. One stream at a time: the counters are shared by every call on a device.
-Not timed on a GPU yet (2026-12-06): opt-in until docs/runs/z_al_skinny_gemm.py and bench.py's 'small' row show it
-pays; CONFIGS is empty until the former has run.
+Opt-in: on one H100 (2026-12-06) it took 0.3 ms off a batch-1 call (gate/up and down_proj through it; alone it did
+not beat cuBLAS at q/k/v and o_proj, which CONFIGS leaves to cuBLAS), and its served-graph GPU test has not passed yet.
 
     python docs/runs/z_al_skinny_gemm.py      # the kernel against cuBLAS at pi05's expert shapes, configurations swept
     python bench.py --infer=True --infer_variants=step,small    # serve.py's default without and with it
@@ -34,8 +34,9 @@ INTERPRET = os.environ.get('TRITON_INTERPRET') == '1'  # Triton's own switch: it
 
 
 def config(N, K):
-    """(BLOCK_N, BLOCK_K, SPLIT, NUM_STAGES) for an (N, K) weight: CONFIGS' entry, else 64 outputs per program and K
-    split into a power of two of 128-wide blocks so that the programs number about PROGRAMS; None: cuBLAS serves."""
+    """(BLOCK_N, BLOCK_K, SPLIT, NUM_STAGES) for an (N, K) weight: CONFIGS' entry (swept on an H100), else 64 outputs
+    per program and K split into a power of two of 128-wide blocks so that the programs number about PROGRAMS (an
+    untimed rule: in the H100 sweep such splits were slower than cuBLAS at pi05's shapes); None: cuBLAS serves."""
     if (N, K) in CONFIGS:
         return CONFIGS[N, K]
     if N % 64 or K % 128:
@@ -110,10 +111,13 @@ def launch(x, w, block_n=None, block_k=None, split=None, num_stages=None, part=N
     counters = _counters.get(x.device)
     if counters is None:  # once per device, never reallocated (CUDA graphs keep its address)
         counters = _counters[x.device] = torch.zeros(COUNTERS, dtype=torch.int32, device=x.device)
+    need = tiles * split * MAX_ROWS * bn
     if split == 1:
         part = y
     elif part is None:
-        part = x2.new_empty(tiles * split * MAX_ROWS * bn, dtype=torch.float32)
+        part = x2.new_empty(need, dtype=torch.float32)
+    elif part.dtype != torch.float32 or part.numel() < need or part.device != x.device:
+        raise ValueError(f'small_gemm: part must be fp32 on {x.device} with at least {need} elements')
     small_gemm_kernel[(tiles, split)](x2, w, y, part, counters, M, N, K, x2.stride(0), w.stride(0), y.stride(0),
                                       K // split, BLOCK_M=MAX_ROWS, BLOCK_N=bn, BLOCK_K=bk, SPLIT=split,
                                       num_warps=4, num_stages=stages)

@@ -1217,8 +1217,8 @@ class TestGPU:
 
     def test_small_gemm_matches_cublas_at_pi05_expert_shapes(self):
         """small_gemm's kernel in bf16 at the action expert's four projections at batch 1 (50 rows; fused q/k/v,
-        o_proj, fused gate/up, down_proj), with config()'s split and others: F.linear's result to bf16 rounding on
-        new inputs every call, its workspace filled with NaN first (a partial summed before its program wrote it
+        o_proj, fused gate/up, down_proj), with config()'s split and others: as close to the fp32 product as F.linear
+        (within 1.25x; both round once to bf16) on new inputs every call, its workspace filled with NaN first (a partial summed before its program wrote it
         shows), bit-identical when called again and when replayed from a CUDA graph, the counters zero after. Then
         GraphedSampler(small_gemm=True) at pi05's expert widths and heads, batch 1: its actions as close to the same
         weights computed in fp32 as the graph's without it (within 1.5x: both are bf16 rounding, which ten steps
@@ -1227,17 +1227,26 @@ class TestGPU:
         import copy
         import serve
         torch.manual_seed(0)
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 yardsticks in full fp32, whatever ran before
+        try:
+            self._small_gemm_checks(copy, serve)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+
+    def _small_gemm_checks(self, copy, serve):
         for N, K in ((2560, 1024), (1024, 2048), (8192, 1024), (1024, 4096)):
             w = torch.randn(N, K, device='cuda', dtype=torch.bfloat16) / K ** 0.5
             for split in (None, 1, 2, 8) * 5:
                 x = torch.randn(50, K, device='cuda', dtype=torch.bfloat16)
-                ref = torch.nn.functional.linear(x, w).float()
+                ref = torch.nn.functional.linear(x, w)
                 kw = dict(block_n=64, block_k=128, split=split) if split else {}  # else config()'s
                 bn, _, splits, _ = (64, 128, split, 4) if split else small_gemm.config(N, K) or (64, 128, 1, 4)
                 poison = torch.full((N // bn * splits * small_gemm.MAX_ROWS * bn,), float('nan'), device='cuda')
                 got = small_gemm.launch(x, w, part=poison, **kw)
-                err = ((got.float() - ref).norm() / ref.norm()).item()
-                assert err < 1e-2, f'{K} -> {N}, split {split}: relative error {err:.2e}'
+                exact = x.float() @ w.float().T  # both against fp32: the kernel's rounding no worse than cuBLAS's
+                off = lambda y: ((y.float() - exact).norm() / exact.norm()).item()
+                assert off(got) <= 1.25 * off(ref), f'{K} -> {N}, split {split}: {off(got):.2e} vs cuBLAS {off(ref):.2e}'
                 assert torch.equal(got, small_gemm.launch(x, w, **kw)), f'{K} -> {N}, split {split}'
             xs = torch.randn(50, K, device='cuda', dtype=torch.bfloat16)
             graph, out = torch.cuda.CUDAGraph(), None
@@ -1258,7 +1267,7 @@ class TestGPU:
         x0 = torch.randn(1, cfg.action_horizon, cfg.action_dim, device='cuda')
         truth = exact.sample_actions(b, noise=x0).float()
         ref = serve.GraphedSampler(m)(b, x0).float()
-        sampler = serve.GraphedSampler(m, compile=False, fuse=False, small_gemm=True)
+        sampler = serve.GraphedSampler(m, compile=False, fuse=False, small_gemm=True)  # m is fused and compiled above
         sampler(b, x0)  # captured here
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             got = sampler(b, x0).float()
