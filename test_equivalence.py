@@ -1224,17 +1224,17 @@ class TestGPU:
         weights computed in fp32 as the graph's without it (within 1.5x: both are bf16 rounding, which ten steps
         through random weights grow to ~3%), the kernel launched for every projection (of the shapes it takes) of
         every layer and step, replays identical."""
-        import copy
-        import serve
         torch.manual_seed(0)
         tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 yardsticks in full fp32, whatever ran before
         try:
-            self._small_gemm_checks(copy, serve)
+            self._small_gemm_checks()
         finally:
             torch.backends.cuda.matmul.allow_tf32 = tf32
 
-    def _small_gemm_checks(self, copy, serve):
+    def _small_gemm_checks(self):
+        import copy
+        import serve
         for N, K in ((2560, 1024), (1024, 2048), (8192, 1024), (1024, 4096)):
             w = torch.randn(N, K, device='cuda', dtype=torch.bfloat16) / K ** 0.5
             for split in (None, 1, 2, 8) * 5:

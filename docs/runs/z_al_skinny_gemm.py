@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 import small_gemm  # noqa: E402
+from z_al_small_ops import graph_us  # noqa: E402
 
 SHAPES = {'qkv': (2560, 1024), 'o': (1024, 2048), 'gate_up': (8192, 1024), 'down': (1024, 4096)}  # (N, K)
 LAYERS, ROWS = 18, 50
@@ -28,23 +29,7 @@ LAYERS, ROWS = 18, 50
 
 def timed(fn, reps=20):
     """fn runs the 18 calls; captured in a CUDA graph, replayed; us per call."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(reps):
-        g.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1e3 / (reps * LAYERS)
+    return graph_us(fn, reps=reps, inner=1)[0] / LAYERS
 
 
 def main():

@@ -7,22 +7,24 @@ more than their work, each timed against an equivalent formulation, inside a CUD
 Each variant's result is compared with the first's (max abs difference, and relative to the largest value).
     python docs/runs/z_al_small_ops.py            # < 1 min on an H100
 """
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from z_ae_decode_attn import capture  # noqa: E402  (warm-up on a side stream, then one capture)
+
 
 def graph_us(fn, reps=50, inner=10):
-    """us per call of fn, `inner` calls captured in one CUDA graph, replayed `reps` times."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    """us per call of fn, `inner` calls captured in one CUDA graph, replayed `reps` times -> (us, the last output)."""
+    last = {}
+
+    def body():
         for _ in range(inner):
-            out = fn()
+            last['out'] = fn()
+    g = capture(body)
     g.replay()
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -31,7 +33,7 @@ def graph_us(fn, reps=50, inner=10):
         g.replay()
     b.record()
     torch.cuda.synchronize()
-    return a.elapsed_time(b) * 1e3 / (reps * inner), out
+    return a.elapsed_time(b) * 1e3 / (reps * inner), last['out']
 
 
 def compare(title, variants):
