@@ -58,6 +58,8 @@ fit_skip = 0               # with fit: start after the first n settings (one set
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
 infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'prefix', 'triton' and 'small' ('step': serve.py's, grouped with each denoising step one graph; 'prefix': 'step' with grouped prefix attention; 'triton': 'step' with decode_attn.py's kernel; 'small': 'step' with small_gemm.py's kernel)
+infer_pdl = True           # with infer: inductor's kernels with programmatic dependent launch on GPUs that have it (as
+                           # serve.py); False: without, to compare (a process of its own: layers compile once)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)
@@ -449,6 +451,9 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             return lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
         return lambda: sampler(b, noise, (guide, weights, 5.0))
 
+    if device == 'cuda':
+        pdl = infer_pdl and torch.cuda.get_device_capability()[0] >= 9
+        print(f"inductor's kernels {'with' if pdl else 'without'} programmatic dependent launch (infer_pdl={infer_pdl})")
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
     print('\n'.join(rows), flush=True)  # each row prints as it is timed: a log cut short keeps its columns
     rtc_n = max(3, infer_calls // 5)
@@ -478,7 +483,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn, whole_step=False,  # per layer, as each row says
                                            prefix_attn='grouped' if key == 'prefix' else None,
-                                           small_gemm=key == 'small')
+                                           small_gemm=key == 'small', pdl=None if infer_pdl else False)
             compiled = True
             try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
@@ -531,7 +536,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             perturb(tuned)
             tuned.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
             sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None,
-                                           whole_step=False)
+                                           whole_step=False, pdl=None if infer_pdl else False)
             name = 'fused projections, max-autotune'
             for B in batch_sizes[:2]:
                 row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(*same[B]), B,

@@ -32,6 +32,7 @@ from http import HTTPStatus
 
 import numpy as np
 import torch
+from torch._inductor import config as inductor_config
 
 import checkpoint
 import data
@@ -120,11 +121,16 @@ class GraphedSampler:
     prefix_attn: its for the prefix pass (None: the layers' sdpa).
     whole_step (with compile): each plain denoising step compiled as one graph rather than layer by layer.
     small_gemm: the action expert's projections through small_gemm.py's kernel where it can (batch 1; opt-in; set
-    on the model, model.use_small_gemm, for each capture of this sampler)."""
+    on the model, model.use_small_gemm, for each capture of this sampler).
+    pdl: inductor's Triton kernels compiled with programmatic dependent launch (Hopper and later: a kernel starts
+    while the one before it finishes, and waits for its results before touching memory; the graph's gaps between
+    kernels shrink). None: on where the GPU has it (compute capability 9 or more). It applies to what compiles
+    during this sampler's first capture; layers compiled before keep their kernels."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
-                 whole_step=True, prefix_attn=None, small_gemm=False):
+                 whole_step=True, prefix_attn=None, small_gemm=False, pdl=None):
         self.model, self.num_steps, self.graphs, self.prefix_attn = model, num_steps, {}, prefix_attn
+        self.pdl = pdl
         # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
         # 'grouped' 18.8 / 55.9 / 201.3 ms at batch 1 / 8 / 32 against sdpa's 27.4 / 63.7 / 209.3; whole steps 18.6 /
         # 55.6 / 200.0 against 19.1 / 56.0 / 201.9 layer by layer (infer_2026-12-06b_h100_grouped_step.log)
@@ -150,10 +156,11 @@ class GraphedSampler:
         M.use_small_gemm(self.model, self.small_gemm)  # model state: another sampler of this model may have changed it
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
                                                 denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
+        pdl = torch.cuda.get_device_capability(noise.device)[0] >= 9 if self.pdl is None else bool(self.pdl)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm-up (compilation, cuBLAS handles) outside the capture
-            for _ in range(2):
+        with torch.cuda.stream(side), inductor_config.patch({'triton.enable_pdl': pdl}):
+            for _ in range(2):  # warm-up (compilation, cuBLAS handles) outside the capture
                 run()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()

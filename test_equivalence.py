@@ -1289,6 +1289,42 @@ class TestGPU:
         assert rel(got) < 1.5 * rel(ref), f'small_gemm off fp32 by {rel(got):.2e}, cuBLAS by {rel(ref):.2e}'
         assert torch.equal(sampler(b, x0).float(), got), 'replays differ'
 
+    def test_pdl_sampler_matches_and_every_kernel_waits_before_touching_memory(self):
+        """GraphedSampler(pdl=True) (serve.py's default on compute capability 9+): the same actions, bit for bit, as
+        pdl=False, and every Triton kernel inductor generated for it waits for the kernel before (gdc_wait) ahead of
+        its first load or store. A kernel launched early may otherwise read what a kernel two launches back has not
+        finished writing: with every kernel waiting first, each finishes only after all before it have."""
+        import serve
+        import torch._dynamo
+        from torch._inductor.codecache import PyCodeCache
+        if torch.cuda.get_device_capability()[0] < 9:
+            pytest.skip('programmatic dependent launch needs compute capability 9 or more')
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16)
+        M.perturb_weights(m, 0.02, torch.Generator(device='cuda').manual_seed(0))  # gates off zero: layers matter
+        m.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
+        x0 = torch.randn(3, self.GCFG.action_horizon, self.GCFG.action_dim, device='cuda')
+        files = lambda: {getattr(mod, '__file__', None) for mod in getattr(PyCodeCache, 'modules', [])}  # noqa: E731
+        torch._dynamo.reset()
+        want = serve.GraphedSampler(m, pdl=False)(b, x0)
+        before = files()
+        torch._dynamo.reset()  # compile again, with PDL
+        got = serve.GraphedSampler(m, compile=False, fuse=False, pdl=True)(b, x0)  # the layers compiled above
+        assert torch.equal(got, want), f'PDL changed the actions: max abs diff {(got - want).abs().max().item():.3e}'
+        waiting, late = 0, []
+        for f in files() - before - {None}:
+            for chunk in open(f).read().split('async_compile.triton(')[1:]:
+                src = chunk.split("'''")[1] if "'''" in chunk else chunk
+                if '@triton.jit' not in src:
+                    continue
+                body = src[src.index('def ', src.index('@triton.jit')):]
+                access = min([i for i in (body.find('tl.load('), body.find('tl.store(')) if i >= 0] or [len(body)])
+                wait = body.find('gdc_wait()')
+                waiting += wait >= 0
+                if wait < 0 or wait > access:
+                    late.append(body.split('(')[0][4:])
+        assert waiting, 'no kernel compiled with PDL: the switch did not reach inductor'
+        assert not late, f'{len(late)} PDL kernels touch memory before waiting: {late[:5]}'
+
     def test_inference_dtype_keeps_the_actions_bit_identical_on_cuda(self):
         """set_param_dtype(bf16, inference=True), as serve.Policy loads a checkpoint on a GPU: the same actions, bit
         for bit, as the fp32 adaRMS Dense weights rounded at every use, eager and graphed with the compiled whole
