@@ -50,6 +50,8 @@ keys = ''                  # observation keys, e.g. 'image=agentview,state=robot
                            # observation/state and prompt (openpi's LIBERO client)
 device = 'auto'            # 'auto' | 'cuda' | 'cpu'
 fast = True                # CUDA: compiled layers + CUDA graphs (first request of a new prompt length captures)
+pdl = False                # with fast, compute capability 9+: kernels with programmatic dependent launch (batch 1 on an
+                           # H100: 17.2 -> 15.8 ms; opt-in until its GPU test has run)
 noise_seed = -1            # >= 0: noise drawn from the seed and the observation (the same request, the same reply)
 noise_scale = 1.0          # the sampling noise's std (openpi: 1); 0 integrates the flow from its mean, deterministically
 # -----------------------------------------------------------------------------
@@ -124,11 +126,13 @@ class GraphedSampler:
     on the model, model.use_small_gemm, for each capture of this sampler).
     pdl: inductor's Triton kernels compiled with programmatic dependent launch (Hopper and later: a kernel starts
     while the one before it finishes, and waits for its results before touching memory; the graph's gaps between
-    kernels shrink). None: on where the GPU has it (compute capability 9 or more). It applies to what compiles
-    during this sampler's first capture; layers compiled before keep their kernels."""
+    kernels shrink; 17.2 -> 15.8 ms at batch 1 on an H100). None: on where the GPU has it (compute capability 9 or
+    more). It applies to what compiles during this sampler's first capture; layers compiled before keep their
+    kernels. Off by default until its GPU test (test_pdl_sampler_matches_and_every_kernel_waits_before_touching_memory)
+    has run."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
-                 whole_step=True, prefix_attn=None, small_gemm=False, pdl=None):
+                 whole_step=True, prefix_attn=None, small_gemm=False, pdl=False):
         self.model, self.num_steps, self.graphs, self.prefix_attn = model, num_steps, {}, prefix_attn
         self.pdl = pdl
         # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
@@ -191,7 +195,8 @@ class Policy:
     weights: 'auto' (ema.safetensors if present, as openpi serves its EMA weights), 'ema', 'model', 'init' (fresh
     random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides."""
 
-    def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None, noise_scale=1.0):
+    def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None, noise_scale=1.0,
+                 pdl=False):
         ckpt_dir = checkpoint.find(ckpt_dir)  # a run directory serves its newest good checkpoint
         self.info, self.stats, self.tokenizer = info, _, _ = checkpoint.read_policy(ckpt_dir)
         self.ckpt_dir, self.device = ckpt_dir, torch.device(device)
@@ -220,7 +225,7 @@ class Policy:
             raise ValueError(f'noise_scale={noise_scale}: expected a finite number >= 0 (1: the noise sample_actions '
                              f'was trained from; 0: no noise)')
         self.noise_seed, self.noise_scale = noise_seed, float(noise_scale)
-        self.sampler = GraphedSampler(self.model, info['sample_steps']) if fast and cuda else None
+        self.sampler = GraphedSampler(self.model, info['sample_steps'], pdl=pdl) if fast and cuda else None
 
     def metadata(self):
         i = self.info
@@ -481,7 +486,7 @@ if __name__ == '__main__':
     t0 = time.perf_counter()
     try:
         policy = Policy(ckpt, dev, weights, fast=fast, noise_seed=noise_seed if noise_seed >= 0 else None, keys=overrides,
-                        noise_scale=noise_scale)
+                        noise_scale=noise_scale, pdl=pdl)
     except (FileNotFoundError, ValueError, M.CheckpointError, data.DataError) as err:
         raise SystemExit(f'serve.py: {err}')
     print(f"loaded {ckpt} ({policy.weights} weights) on {dev} in {time.perf_counter() - t0:.1f} s; "
