@@ -85,21 +85,19 @@ configs = {
 class Linear(nn.Linear):
     """nn.Linear that computes in its input's dtype, so fp32 master weights give bf16 matmuls (JAX casts at use)."""
     small = False  # serving: few rows run small_gemm.py's kernel (use_small_gemm; Linears without a bias only)
-    ahead = None   # with small: the weight of a later projection that the kernel hints into L2 (use_small_gemm)
 
     def forward(self, x):
         if self.small and self.bias is None:
-            return project(x, self.weight, True, self.ahead)
+            return project(x, self.weight, True)
         b = None if self.bias is None else self.bias.to(x.dtype)
         return F.linear(x, self.weight.to(x.dtype), b)
 
 
-def project(x, w, small=False, ahead=None):
+def project(x, w, small=False):
     """x @ w^T in x's dtype, no bias (the serving GEMMs); small (use_small_gemm): where small_gemm.usable allows (few
-    rows, bf16 on a GPU, a weight shape it has a configuration for) small_gemm.py's kernel instead of cuBLAS, which
-    also hints the weight `ahead` (a later projection's) into L2."""
+    rows, bf16 on a GPU, a weight shape it has a configuration for) small_gemm.py's kernel instead of cuBLAS."""
     w = w.to(x.dtype)
-    return small_gemm.linear(x, w, ahead) if small and small_gemm.usable(x, w) else F.linear(x, w)
+    return small_gemm.linear(x, w) if small and small_gemm.usable(x, w) else F.linear(x, w)
 
 
 class LayerNorm(nn.LayerNorm):
@@ -147,7 +145,6 @@ class AdaRMSNorm(nn.Module):
 
 class GemmaMLP(nn.Module):
     small = False  # serving: the fused gate/up GEMM through small_gemm.py where it can (use_small_gemm)
-    ahead = None   # with small: the weight its kernel hints into L2
 
     def __init__(self, dim, hidden):
         super().__init__()
@@ -157,7 +154,7 @@ class GemmaMLP(nn.Module):
 
     def forward(self, x):
         if self.fused is not None and not self.gate_proj.weight.requires_grad:  # serving (fuse_projections)
-            gate, up = project(x, self.fused, self.small, self.ahead).chunk(2, dim=-1)
+            gate, up = project(x, self.fused, self.small).chunk(2, dim=-1)
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
         return self.down_proj(F.gelu(gate, approximate='tanh') * up)
@@ -166,7 +163,6 @@ class GemmaMLP(nn.Module):
 class GemmaAttention(nn.Module):
     """Projections only: the attention itself is joint over both streams (JointLayer)."""
     small = False  # serving: the fused q/k/v GEMM through small_gemm.py where it can (use_small_gemm)
-    ahead = None   # with small: the weight its kernel hints into L2
 
     def __init__(self, dim, cfg):
         super().__init__()
@@ -270,7 +266,7 @@ def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     h, gate = layer.input_layernorm(x, cond, mod) if cond is not None else (layer.input_layernorm(x), None)
     a = layer.self_attn
     if a.fused is not None and not a.q_proj.weight.requires_grad:  # serving (fuse_projections)
-        q, k, v = project(h, a.fused, a.small, a.ahead).split([a.q_proj.out_features, a.k_proj.out_features,
+        q, k, v = project(h, a.fused, a.small).split([a.q_proj.out_features, a.k_proj.out_features,
                                                       a.v_proj.out_features], dim=-1)
     else:
         q, k, v = a.q_proj(h), a.k_proj(h), a.v_proj(h)
@@ -998,20 +994,11 @@ def use_small_gemm(model, on=True):
     """Serving: the action expert's projections (its rows are the action tokens, 50 per sample; q/k/v and gate/up
     fused or not, o_proj, down_proj) run small_gemm.py's kernel wherever small_gemm.usable allows (bf16 on a GPU, at
     most small_gemm.MAX_ROWS rows, a weight shape it has a configuration for, no gradient), cuBLAS elsewhere; on=False
-    undoes it. It is the model's state: compiled graphs see a change (it is guarded) and recompile.
-    Each kernel also hints into L2 the weight that a projection about two kernels on will read (fused q/k/v warms
-    gate/up, o_proj down_proj, gate/up the next layer's q/k/v, down_proj the next o_proj; the last layer warms the
-    first, which the next denoising step reads), so that the GEMM reads L2 rather than waiting on memory."""
-    experts = [layer.expert for layer in model.layers]
-    for i, expert in enumerate(experts):
-        nxt = experts[(i + 1) % len(experts)]
-        a, mlp = expert.self_attn, expert.mlp
-        ahead = {a: mlp.fused, a.o_proj: mlp.down_proj.weight, mlp: nxt.self_attn.fused,
-                 mlp.down_proj: nxt.self_attn.o_proj.weight}
-        for m in [a, mlp] + [l for l in expert.modules() if isinstance(l, Linear)]:
+    undoes it. It is the model's state: compiled graphs see a change (it is guarded) and recompile."""
+    for layer in model.layers:
+        expert = layer.expert
+        for m in [expert.self_attn, expert.mlp] + [l for l in expert.modules() if isinstance(l, Linear)]:
             m.small = on
-            w = ahead.get(m) if on else None
-            m.ahead = None if w is None else w.detach()  # a plain tensor on the same memory, not a Parameter of m
     return model
 
 

@@ -9,14 +9,15 @@ weights once. With SPLIT > 1 each program stores its fp32 partial sum, and the l
 finish (an atomic counter) adds the partials up in split order, so the result does not depend on which program
 finished first, and writes it in the input's dtype. Products in bf16 with fp32 sums, as cuBLAS; only the order of
 the sums differs. One stream at a time: the counters are shared by every call on a device.
-Opt-in: on one H100 (2026-12-06) it took 0.3 ms off a batch-1 call (gate/up and down_proj through it; alone it did
-not beat cuBLAS at q/k/v and o_proj, which CONFIGS leaves to cuBLAS), and its served-graph GPU test has not passed yet.
+Opt-in: on one H100 (2026-12-06) it took 0.3 ms off a batch-1 call, on another it added 0.2 ms (gate/up and
+down_proj through it; alone it did not beat cuBLAS at q/k/v and o_proj, which CONFIGS leaves to cuBLAS); its GPU tests
+pass. Hinting the next projection's weight into L2 from inside the kernel was tried (docs/logs/small_gemm_l2_hints.patch)
+and only slowed these GEMMs down: they wait on their own latency, not on memory.
 
     python docs/runs/z_al_skinny_gemm.py      # the kernel against cuBLAS at pi05's expert shapes, configurations swept
     python bench.py --infer=True --infer_variants=step,small    # serve.py's default without and with it
 """
 import os
-from typing import Optional
 
 import torch
 
@@ -31,7 +32,6 @@ CONFIGS = {(2560, 1024): None, (1024, 2048): None, (8192, 1024): (64, 128, 1, 4)
                # --write records its sweep's fastest; other shapes: config()'s rule
 PROGRAMS = 132  # config()'s split count aims at about this many programs (an H100 or H200 has 132 SMs)
 COUNTERS = 4096  # output tiles one call may have (N / BLOCK_N)
-PF_CHUNK = 4096  # bytes per L2 prefetch hint (launch's next_w; the kernel's asm string spells it out)
 INTERPRET = os.environ.get('TRITON_INTERPRET') == '1'  # Triton's own switch: its kernels run on the CPU (tests)
 
 
@@ -60,21 +60,11 @@ def usable(x, w):
 
 if triton is not None:
     @triton.jit
-    def small_gemm_kernel(X, W, Y, Part, Count, Next, next_chunks, M, N, K, sxm, swn, sym, k_per_split,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr,
-                          PF_BLOCK: tl.constexpr):
+    def small_gemm_kernel(X, W, Y, Part, Count, M, N, K, sxm, swn, sym, k_per_split,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
         """Outputs [pn * BLOCK_N, +BLOCK_N) of all M rows over K's part ps; with SPLIT, the partial goes to Part and
-        the tile's last program to finish sums the SPLIT partials in order. PF_BLOCK > 0: first, this program's share
-        of next_chunks 4 kB L2 prefetch hints over Next (a later projection's weight); a hint writes nothing."""
+        the tile's last program to finish sums the SPLIT partials in order."""
         pn, ps = tl.program_id(0), tl.program_id(1)
-        if PF_BLOCK > 0:
-            per = tl.cdiv(next_chunks, tl.num_programs(0) * SPLIT)
-            lo = (pn * SPLIT + ps) * per
-            hi = tl.minimum(lo + per, next_chunks)
-            chunk = tl.minimum(lo + tl.arange(0, PF_BLOCK), hi - 1)  # a chunk hinted twice is harmless
-            tl.inline_asm_elementwise('cp.async.bulk.prefetch.L2.global [$1], 4096; mov.u32 $0, 0;', '=r,l',
-                                      [Next.to(tl.pointer_type(tl.uint8)) + chunk.to(tl.int64) * 4096],
-                                      dtype=tl.int32, is_pure=False, pack=1)
         rm, rn, rk = tl.arange(0, BLOCK_M), pn * BLOCK_N + tl.arange(0, BLOCK_N), tl.arange(0, BLOCK_K)
         m_ok = rm < M
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -104,11 +94,9 @@ if triton is not None:
 _counters = {}  # device -> int32 counters, zero between calls (each call's last programs reset theirs)
 
 
-def launch(x, w, block_n=None, block_k=None, split=None, num_stages=None, part=None, next_w=None):
+def launch(x, w, block_n=None, block_k=None, split=None, num_stages=None, part=None):
     """x (..., K) with at most MAX_ROWS rows, w (N, K) -> x @ w^T (..., N) in x's dtype. The block sizes and split
-    default to config()'s; part: the fp32 workspace of the partial sums (tests pass one filled with NaN); next_w: a
-    weight a later kernel reads, hinted into L2 by this one's programs (on a GPU, contiguous, a multiple of 4 kB;
-    otherwise not hinted: a hint never changes a result)."""
+    default to config()'s; part: the fp32 workspace of the partial sums (tests pass one filled with NaN)."""
     if triton is None:
         raise RuntimeError('small_gemm needs triton (pip install triton; the CPU build of torch comes without it)')
     N, K = w.shape
@@ -132,22 +120,18 @@ def launch(x, w, block_n=None, block_k=None, split=None, num_stages=None, part=N
         part = x2.new_empty(need, dtype=torch.float32)
     elif part.dtype != torch.float32 or part.numel() < need or part.device != x.device:
         raise ValueError(f'small_gemm: part must be fp32 on {x.device} with at least {need} elements')
-    chunks = 0 if next_w is None else next_w.numel() * next_w.element_size() // PF_CHUNK
-    hint = (chunks > 0 and not INTERPRET and next_w.is_cuda and next_w.is_contiguous()
-            and next_w.numel() * next_w.element_size() % PF_CHUNK == 0)
-    pf_block = triton.next_power_of_2(triton.cdiv(chunks, tiles * split)) if hint else 0
-    small_gemm_kernel[(tiles, split)](x2, w, y, part, counters, next_w if hint else w, chunks, M, N, K, x2.stride(0),
-                                      w.stride(0), y.stride(0), K // split, BLOCK_M=MAX_ROWS, BLOCK_N=bn, BLOCK_K=bk,
-                                      SPLIT=split, PF_BLOCK=pf_block, num_warps=4, num_stages=stages)
+    small_gemm_kernel[(tiles, split)](x2, w, y, part, counters, M, N, K, x2.stride(0), w.stride(0), y.stride(0),
+                                      K // split, BLOCK_M=MAX_ROWS, BLOCK_N=bn, BLOCK_K=bk, SPLIT=split,
+                                      num_warps=4, num_stages=stages)
     return y.view(*x.shape[:-1], N)
 
 
 @torch.library.custom_op('pi05::small_gemm', mutates_args=())
-def linear(x: torch.Tensor, w: torch.Tensor, next_w: Optional[torch.Tensor] = None) -> torch.Tensor:
+def linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """launch() as an operator torch.compile keeps whole (its graph calls the kernel; a CUDA graph replays it)."""
-    return launch(x, w, next_w=next_w)
+    return launch(x, w)
 
 
 @linear.register_fake
-def _(x, w, next_w=None):
+def _(x, w):
     return x.new_empty(*x.shape[:-1], w.shape[0])

@@ -700,21 +700,13 @@ def test_small_gemm_stays_off_where_it_cannot_run():
     x0, _ = noise_time()
     M.fuse_projections(m.requires_grad_(False))
     ref = m.sample_actions(b, noise=x0)
-    n_params = len(list(m.parameters()))
     M.use_small_gemm(m)
     assert m.layers[0].expert.mlp.small and m.layers[0].expert.self_attn.o_proj.small and not m.layers[0].vlm.mlp.small
-    same = lambda t, u: t is not None and t.data_ptr() == u.data_ptr() and t.shape == u.shape  # noqa: E731
-    for i, layer in enumerate(m.layers):  # each kernel hints the weight of a projection about two kernels on
-        e, nxt = layer.expert, m.layers[(i + 1) % len(m.layers)].expert
-        assert same(e.self_attn.ahead, e.mlp.fused) and same(e.self_attn.o_proj.ahead, e.mlp.down_proj.weight)
-        assert same(e.mlp.ahead, nxt.self_attn.fused) and same(e.mlp.down_proj.ahead, nxt.self_attn.o_proj.weight)
-        assert not isinstance(e.mlp.down_proj.ahead, torch.nn.Parameter) and e.mlp.down_proj.weight is not None
-    assert len(list(m.parameters())) == n_params, 'a hinted weight became a parameter of another module'
     if not small_gemm.INTERPRET:
         assert not small_gemm.usable(torch.zeros(50, 128), torch.zeros(64, 128)), 'a CPU tensor without the interpreter'
     assert_close(m.sample_actions(b, noise=x0), ref, 'use_small_gemm where its kernel cannot run')
     M.use_small_gemm(m, False)
-    assert not any(getattr(x, 'small', False) or getattr(x, 'ahead', None) is not None for x in m.modules())
+    assert not any(getattr(x, 'small', False) for x in m.modules())
 
 
 def test_siglip_layers_get_one_row_per_patch():
@@ -1256,8 +1248,6 @@ class TestGPU:
                 off = lambda y: ((y.float() - exact).norm() / exact.norm()).item()
                 assert off(got) <= 1.25 * off(ref), f'{K} -> {N}, split {split}: {off(got):.2e} vs cuBLAS {off(ref):.2e}'
                 assert torch.equal(got, small_gemm.launch(x, w, **kw)), f'{K} -> {N}, split {split}'
-                hinted = small_gemm.launch(x, w, next_w=torch.empty(3 << 20, device='cuda', dtype=torch.bfloat16), **kw)
-                assert torch.equal(got, hinted), f'{K} -> {N}, split {split}: an L2 hint changed the result'
             xs = torch.randn(50, K, device='cuda', dtype=torch.bfloat16)
             graph, out = torch.cuda.CUDAGraph(), None
             with torch.cuda.graph(graph):

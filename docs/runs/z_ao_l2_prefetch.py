@@ -19,7 +19,8 @@ model has), attention of 8 query heads against 650 cached keys. Variants:
   resident  every layer reads layer 0's weights (34.6 MB, they stay in L2): how fast the chain can go at all;
   small, small_hint, small_resident: the four projections through small_gemm.py's kernel, without hints, with
             next_w (q/k/v warms gate/up, o warms down, gate/up the next layer's q/k/v, down the next o: no extra
-            kernel), and over layer 0's weights alone. small_hint is compared with small (the same sums).
+            kernel; needs docs/logs/small_gemm_l2_hints.patch, not kept: it fails without), and over layer 0's
+            weights alone. small_hint is compared with small (the same sums).
     python docs/runs/z_ao_l2_prefetch.py        # < 1 min on an H100
 """
 import os
@@ -142,11 +143,11 @@ def main():
     ahead = {'qkv': lambda i: weights[i]['gate_up'], 'o': lambda i: weights[i]['down'],
              'gate_up': lambda i: weights[nxt(i)]['qkv'], 'down': lambda i: weights[nxt(i)]['o']}
 
-    def small(hint):
+    def small(hint):  # hint: needs small_gemm.launch(next_w=), docs/logs/small_gemm_l2_hints.patch (not kept)
         def proj(name, i, x, w):
             bn, bk, split, stages = kw[name]
-            return small_gemm.launch(x, w, block_n=bn, block_k=bk, split=split, num_stages=stages,
-                                     next_w=ahead[name](i) if hint else None)
+            extra = {'next_w': ahead[name](i)} if hint else {}
+            return small_gemm.launch(x, w, block_n=bn, block_k=bk, split=split, num_stages=stages, **extra)
         return proj
 
     variants = {
