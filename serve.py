@@ -125,10 +125,10 @@ class GraphedSampler:
     small_gemm: the action expert's projections through small_gemm.py's kernel where it can (batch 1; opt-in; set
     on the model, model.use_small_gemm, for each capture of this sampler).
     pdl: inductor's Triton kernels compiled with programmatic dependent launch (Hopper and later: a kernel starts
-    while the one before it finishes, and waits for its results before touching memory; the graph's gaps between
+    while the one before it finishes and waits for that one's results before reading them; the graph's gaps between
     kernels shrink; 17.2 -> 15.8 ms at batch 1 on an H100). None: on where the GPU has it (compute capability 9 or
     more). It applies to what compiles during this sampler's first capture; layers compiled before keep their
-    kernels. Off by default until its GPU test (test_pdl_sampler_matches_and_every_kernel_waits_before_touching_memory)
+    kernels. Off by default until its GPU test (test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next)
     has run."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,

@@ -1279,11 +1279,12 @@ class TestGPU:
         assert rel(got) < 1.5 * rel(ref), f'small_gemm off fp32 by {rel(got):.2e}, cuBLAS by {rel(ref):.2e}'
         assert torch.equal(sampler(b, x0).float(), got), 'replays differ'
 
-    def test_pdl_sampler_matches_and_every_kernel_waits_before_touching_memory(self):
-        """GraphedSampler(pdl=True) (serve.py's default on compute capability 9+): the same actions, bit for bit, as
-        pdl=False, and every Triton kernel inductor generated for it waits for the kernel before (gdc_wait) ahead of
-        its first load or store. A kernel launched early may otherwise read what a kernel two launches back has not
-        finished writing: with every kernel waiting first, each finishes only after all before it have."""
+    def test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next(self):
+        """GraphedSampler(pdl=True) (serve.py --pdl=True): the same actions, bit for bit, as pdl=False, and every Triton
+        kernel inductor generated for it waits for the kernel before it (gdc_wait) and lets the next one start
+        (gdc_launch_dependents) only after that wait. So when a kernel starts early, every kernel but the one just
+        before it has finished; what it reads from that one it waits for first (inductor's dependency check, which the
+        bit-identical actions exercise)."""
         import serve
         import torch._dynamo
         from torch._inductor.codecache import PyCodeCache
@@ -1300,20 +1301,19 @@ class TestGPU:
         torch._dynamo.reset()  # compile again, with PDL
         got = serve.GraphedSampler(m, compile=False, fuse=False, pdl=True)(b, x0)  # the layers compiled above
         assert torch.equal(got, want), f'PDL changed the actions: max abs diff {(got - want).abs().max().item():.3e}'
-        waiting, late = 0, []
+        waiting, bad = 0, []
         for f in files() - before - {None}:
             for chunk in open(f).read().split('async_compile.triton(')[1:]:
                 src = chunk.split("'''")[1] if "'''" in chunk else chunk
                 if '@triton.jit' not in src:
                     continue
                 body = src[src.index('def ', src.index('@triton.jit')):]
-                access = min([i for i in (body.find('tl.load('), body.find('tl.store(')) if i >= 0] or [len(body)])
-                wait = body.find('gdc_wait()')
+                wait, launch = body.find('gdc_wait()'), body.find('gdc_launch_dependents()')
                 waiting += wait >= 0
-                if wait < 0 or wait > access:
-                    late.append(body.split('(')[0][4:])
+                if wait < 0 or 0 <= launch < wait:
+                    bad.append(body.split('(')[0][4:])
         assert waiting, 'no kernel compiled with PDL: the switch did not reach inductor'
-        assert not late, f'{len(late)} PDL kernels touch memory before waiting: {late[:5]}'
+        assert not bad, f'{len(bad)} PDL kernels release the next one without waiting first: {bad[:5]}'
 
     def test_inference_dtype_keeps_the_actions_bit_identical_on_cuda(self):
         """set_param_dtype(bf16, inference=True), as serve.Policy loads a checkpoint on a GPU: the same actions, bit
