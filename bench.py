@@ -452,8 +452,10 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         return lambda: sampler(b, noise, (guide, weights, 5.0))
 
     if device == 'cuda':
-        pdl = infer_pdl and torch.cuda.get_device_capability()[0] >= 9
-        print(f"inductor's kernels {'with' if pdl else 'without'} programmatic dependent launch (infer_pdl={infer_pdl})")
+        from torch._inductor import config as inductor_config  # TORCHINDUCTOR_ENABLE_PDL=1 sets it for the process
+        pdl = (infer_pdl or inductor_config.triton.enable_pdl) and torch.cuda.get_device_capability()[0] >= 9
+        print(f"inductor's kernels {'with' if pdl else 'without'} programmatic dependent launch "
+              f"(infer_pdl={infer_pdl}, inductor's triton.enable_pdl={inductor_config.triton.enable_pdl})")
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
     print('\n'.join(rows), flush=True)  # each row prints as it is timed: a log cut short keeps its columns
     rtc_n = max(3, infer_calls // 5)

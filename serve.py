@@ -22,6 +22,7 @@ run directory (--ckpt=out/demo) serves its newest good checkpoint.
 On a GPU, `GraphedSampler` compiles the inference layers and replays all of sample_actions (prefix pass and the
 10 denoising steps) as one CUDA graph per input shape, and one more per shape for real-time-chunking requests.
 """
+import contextlib
 import hmac
 import os
 import threading
@@ -32,7 +33,6 @@ from http import HTTPStatus
 
 import numpy as np
 import torch
-from torch._inductor import config as inductor_config
 
 import checkpoint
 import data
@@ -126,10 +126,10 @@ class GraphedSampler:
     on the model, model.use_small_gemm, for each capture of this sampler).
     pdl: inductor's Triton kernels compiled with programmatic dependent launch (Hopper and later: a kernel starts
     while the one before it finishes and waits for that one's results before reading them; the graph's gaps between
-    kernels shrink; 17.2 -> 15.8 ms at batch 1 on an H100). None: on where the GPU has it (compute capability 9 or
-    more). It applies to what compiles during this sampler's first capture; layers compiled before keep their
-    kernels. Off by default until its GPU test (test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next)
-    has run."""
+    kernels shrink; 17.2 -> 15.8 ms at batch 1 on an H100, measured with TORCHINDUCTOR_ENABLE_PDL=1, the same
+    switch). None: on where the GPU has it (compute capability 9 or more). It applies to what compiles during this
+    sampler's captures; layers compiled before keep their kernels. Off by default until its GPU test
+    (test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next) has run."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
                  whole_step=True, prefix_attn=None, small_gemm=False, pdl=False):
@@ -161,9 +161,11 @@ class GraphedSampler:
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
                                                 denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
         pdl = torch.cuda.get_device_capability(noise.device)[0] >= 9 if self.pdl is None else bool(self.pdl)
+        from torch._inductor import config as inductor_config  # here: importing it costs serve.py 2 s on a CPU
+        switch = inductor_config.patch({'triton.enable_pdl': True}) if pdl else contextlib.nullcontext()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side), inductor_config.patch({'triton.enable_pdl': pdl}):
+        with torch.cuda.stream(side), switch:  # pdl=False leaves inductor's own setting (TORCHINDUCTOR_ENABLE_PDL)
             for _ in range(2):  # warm-up (compilation, cuBLAS handles) outside the capture
                 run()
         torch.cuda.current_stream().wait_stream(side)

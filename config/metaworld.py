@@ -24,10 +24,10 @@
 # On MT50 (--data_dir of MT50's 50 x 50 demonstrations) this config at micro-batch 128 gave 57.2%.
 # Micro-batch 256 at the same lr and schedule (2026-12-06, one H100, docs/closed_loop/ai_results.txt): 79 / 79% at
 # train seeds 42 / 1 and 75% at seed 2 (aj_results.txt; mean 77.7% against 73.0 over five runs at 128, where these
-# seeds gave 78 / 73, 72 / 73 and 69%); 6000 iterations in 219-250 s, one run per call on an H100. Micro-batch 512 (same
-# lr and schedule) gave 78% at seed 42, where 256 gave 79% (ak_results.txt): no further gain. Every result above
-# this line was measured at micro-batch 128. 64 px frames with --patch=8 (micro-batch 128) did not pay either
-# (64 / 64 / 62%).
+# seeds gave 78 / 73, 72 / 73 and 69%); 6000 iterations in 219-250 s, one run per call on an H100. Every result above
+# the micro-batch-256 line was measured at micro-batch 128. 64 px frames with --patch=8 (micro-batch 128) did not pay
+# either (64 / 64 / 62%). Micro-batch 512 (same lr and schedule; 2026-12-06, one H100, torch 2.11.0+cu130,
+# docs/closed_loop/ak_results.txt) gave 78% at seed 42, where 256 gave 79%: no further gain.
 # compile_mode='reduce-overhead' takes a train.py iteration at micro-batch 128 from 60 to 22-29 ms here (bench.py: a
 # step from 45.8 to 25.2 ms; its GPU tests pass).
 out_dir = 'out/metaworld'

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Session 22 (2026-12-06), issue 17, one device call; carry [".whl", ".gl"]; ~9 min, run with timeout_s 600.
-# Do L2 prefetch hints ahead of the action expert's batch-1 GEMMs pay (small_gemm.launch(next_w=...))?
+# Do L2 prefetch hints ahead of the action expert's batch-1 GEMMs pay (small_gemm.launch(next_w=...))? Ran in session
+# 22 at commit dabed2e; the hints were removed after (no gain): re-running needs docs/logs/small_gemm_l2_hints.patch.
 # 1. docs/runs/z_ao_l2_prefetch.py: a stand-in denoising step (18 layers of the expert's shapes in one CUDA graph)
 #    without hints, with hint kernels of their own, with small_gemm's built-in hints, and with all weights in L2.
 # 2. small_gemm's GPU tests (now also: a hint never changes a result).
@@ -17,7 +18,8 @@ timeout $(left ${TESTS_END:-200}) python3 -m pytest -q -x test_equivalence.py -k
 timeout $(left ${END:-410}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step,small \
   --out_dir=$OUT/bench > $L/infer.txt 2>&1; el "bench rc $?"
 grep "^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer.txt | cut -c1-220
-sed -i 's/^CONFIGS = {(2560, 1024): None, (1024, 2048): None,/CONFIGS = {(2560, 1024): (32, 128, 1, 4), (1024, 2048): (32, 128, 4, 4),/' small_gemm.py
+sed -i 's/^CONFIGS = {(2560, 1024): None, (1024, 2048): None,/CONFIGS = {(2560, 1024): (32, 128, 1, 4), '\
+'(1024, 2048): (32, 128, 4, 4),/' small_gemm.py
 grep -n "^CONFIGS" small_gemm.py | cut -c1-150
 timeout $(left ${ALL_END:-585}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=small \
   --out_dir=$OUT/bench_all > $L/infer_all.txt 2>&1; el "bench all four rc $?"
