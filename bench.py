@@ -58,6 +58,7 @@ fit_skip = 0               # with fit: start after the first n settings (one set
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
 infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'prefix', 'triton' and 'small' ('step': serve.py's, grouped with each denoising step one graph; 'prefix': 'step' with grouped prefix attention; 'triton': 'step' with decode_attn.py's kernel; 'small': 'step' with small_gemm.py's kernel)
+infer_profile = '1'        # with infer: the batch sizes (of 1, 8, 32) whose call's kernels each graphed row lists
 infer_pdl = False          # with infer: inductor's kernels with programmatic dependent launch on GPUs that have it
                            # (serve.py --pdl=True); compare in a process of its own (the layers compile once)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
@@ -470,6 +471,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
         # separate projections, then q/k/v and gate/up fused (model.fuse_projections), then also the grouped-query
         # math or FlexAttention in the denoising steps (flex decoding when compiled)
         same = {B: inputs(B) for B in batch_sizes}  # every variant gets the same inputs, so their outputs compare
+        profiled_sizes = [B for B in batch_sizes if str(B) in infer_profile.replace(' ', '').split(',')]
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs, outs1 = {}, {}  # each variant's replay at the last batch size, and at the first
         compiled = fused_sampler = direct = replay = denoise_compiled = None
@@ -511,7 +513,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
                 outs[name], outs1[name] = got, got1
                 if key == 'fused':  # the autotuned row compares with its replay
                     fused_sampler = sampler
-                kernel_breakdown(lambda: sampler(*first), f'one batch-{batch_sizes[0]} call, {name}')
+                for B in profiled_sizes:  # batch 1 by default; '1,8' also shows where batch 8's time goes
+                    kernel_breakdown(lambda: sampler(*same[B]), f'one batch-{B} call, {name}')
                 B = len(first[1])
                 if not fused:  # real-time chunking with the compiled layers and no graph, and replayed from a graph
                     direct = row('compiled layers, no CUDA graph, real-time chunking (guided)', rtc_call(*first), B,

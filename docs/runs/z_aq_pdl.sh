@@ -3,7 +3,9 @@
 # serve.GraphedSampler(pdl=True) compiles with programmatic dependent launch (compute capability 9+; opt-in).
 # 1. GPU tests: PDL's actions bit-identical to pdl=False and every PDL kernel waiting before it releases the next; the
 #    small_gemm tests; the inference-dtype test (GraphedSampler defaults).
-# 2. bench.py 'step' (serve.py's default) and 'prefix' rows with PDL, batch 1 / 8 / 32.
+# 2. bench.py 'step' (serve.py's default) and 'prefix' rows with PDL, batch 1 / 8 / 32, each with the kernel lists of
+#    its batch-1 and batch-8 calls (--infer_profile=1,8: where batch 8's 54 ms go; its ~24 TFLOP take ~30 ms at the
+#    805 TFLOP/s an H100 measures).
 # 3. The 'step' row with --infer_pdl=False in a process of its own (the same call without PDL).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
@@ -11,7 +13,7 @@ timeout $(left ${TESTS_END:-150}) python3 -m pytest -q -rs test_equivalence.py -
   -k "pdl_sampler or small_gemm or inference_dtype_keeps" > $L/gpu_tests.txt 2>&1; el "gpu tests rc $?"
 grep -E "passed|failed|Error|assert " $L/gpu_tests.txt | tail -8
 timeout $(left ${END:-290}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step,prefix \
-  --infer_pdl=True --out_dir=$OUT/bench > $L/infer.txt 2>&1; el "bench rc $?"
+  --infer_pdl=True --infer_profile=1,8 --out_dir=$OUT/bench > $L/infer.txt 2>&1; el "bench rc $?"
 grep "^inductor\|^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer.txt | cut -c1-230
 timeout $(left ${OFF_END:-400}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step \
   --infer_pdl=False --out_dir=$OUT/bench_off > $L/infer_off.txt 2>&1; el "bench off rc $?"
