@@ -452,10 +452,11 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             return lambda: model.sample_actions(b, noise=noise, guide=guide, guide_weights=weights)
         return lambda: sampler(b, noise, (guide, weights, 5.0))
 
+    pdl = None if infer_pdl else False  # GraphedSampler's: None turns it on where the GPU has it
     if device == 'cuda':
         from torch._inductor import config as inductor_config  # TORCHINDUCTOR_ENABLE_PDL=1 sets it for the process
-        pdl = (infer_pdl or inductor_config.triton.enable_pdl) and torch.cuda.get_device_capability()[0] >= 9
-        print(f"inductor's kernels {'with' if pdl else 'without'} programmatic dependent launch "
+        on = serve.pdl_on(None, device) and (infer_pdl or inductor_config.triton.enable_pdl)
+        print(f"inductor's kernels {'with' if on else 'without'} programmatic dependent launch "
               f"(infer_pdl={infer_pdl}, inductor's triton.enable_pdl={inductor_config.triton.enable_pdl})")
     rows = ['| implementation | batch | p50 ms | p90 ms | p99 ms | samples/s | compile + capture s |', '|---|---|---|---|---|---|---|']
     print('\n'.join(rows), flush=True)  # each row prints as it is timed: a log cut short keeps its columns
@@ -487,7 +488,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             sampler = serve.GraphedSampler(model, compile=not compiled, fuse=False,  # compile_inference once; new graphs
                                            denoise_attn=attn, whole_step=False,  # per layer, as each row says
                                            prefix_attn='grouped' if key == 'prefix' else None,
-                                           small_gemm=key == 'small', pdl=None if infer_pdl else False)
+                                           small_gemm=key == 'small', pdl=pdl)
             compiled = True
             try:  # a variant not yet run on a GPU (attn set) is reported when it fails, and the table goes on
                 for B in batch_sizes:
@@ -541,7 +542,7 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
             perturb(tuned)
             tuned.set_param_dtype(torch.bfloat16, inference=True).eval().requires_grad_(False)
             sampler = serve.GraphedSampler(tuned, compile_mode='max-autotune-no-cudagraphs', denoise_attn=None,
-                                           whole_step=False, pdl=None if infer_pdl else False)
+                                           whole_step=False, pdl=pdl)
             name = 'fused projections, max-autotune'
             for B in batch_sizes[:2]:
                 row(f'compiled layers + CUDA graph (`serve.GraphedSampler`), {name}', lambda: sampler(*same[B]), B,

@@ -114,6 +114,12 @@ class ObservationError(ValueError):
     """A request the policy cannot use; the message names the key and what is wrong."""
 
 
+def pdl_on(pdl, device):
+    """GraphedSampler's pdl resolved for a CUDA device: None -> whether it has programmatic dependent launch
+    (compute capability 9 or more), else bool(pdl)."""
+    return torch.cuda.get_device_capability(device)[0] >= 9 if pdl is None else bool(pdl)
+
+
 class GraphedSampler:
     """sample_actions replayed from a CUDA graph, one graph per input shape (batch size, camera slots, prompt
     slots), captured on first use; with compile=True the inference layers are compiled first (model.compile_inference),
@@ -160,9 +166,9 @@ class GraphedSampler:
         M.use_small_gemm(self.model, self.small_gemm)  # model state: another sampler of this model may have changed it
         run = lambda: self.model.sample_actions(static, noise=static_noise, num_steps=self.num_steps,
                                                 denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
-        pdl = torch.cuda.get_device_capability(noise.device)[0] >= 9 if self.pdl is None else bool(self.pdl)
         from torch._inductor import config as inductor_config  # here: importing it costs serve.py 2 s on a CPU
-        switch = inductor_config.patch({'triton.enable_pdl': True}) if pdl else contextlib.nullcontext()
+        switch = (inductor_config.patch({'triton.enable_pdl': True}) if pdl_on(self.pdl, noise.device)
+                  else contextlib.nullcontext())
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side), switch:  # pdl=False leaves inductor's own setting (TORCHINDUCTOR_ENABLE_PDL)

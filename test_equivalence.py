@@ -1235,7 +1235,8 @@ class TestGPU:
     def _small_gemm_checks(self):
         import copy
         import serve
-        for N, K in ((2560, 1024), (1024, 2048), (8192, 1024), (1024, 4096)):
+        shapes = ((2560, 1024), (1024, 2048), (8192, 1024), (1024, 4096))  # (N, K): q/k/v, o, gate/up, down
+        for N, K in shapes:
             w = torch.randn(N, K, device='cuda', dtype=torch.bfloat16) / K ** 0.5
             for split in (None, 1, 2, 8) * 5:
                 x = torch.randn(50, K, device='cuda', dtype=torch.bfloat16)
@@ -1271,8 +1272,7 @@ class TestGPU:
         sampler(b, x0)  # captured here
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             got = sampler(b, x0).float()
-        taken = sum(small_gemm.config(N, K) is not None for N, K in ((2560, 1024), (1024, 2048), (8192, 1024),
-                                                                     (1024, 4096)))  # CONFIGS may leave some to cuBLAS
+        taken = sum(small_gemm.config(N, K) is not None for N, K in shapes)  # CONFIGS may leave some to cuBLAS
         launched = sum(e.count for e in prof.key_averages() if 'small_gemm_kernel' in e.key)
         assert launched == taken * cfg.depth * 10, f'{launched} small_gemm kernels, expected {taken * cfg.depth * 10}'
         rel = lambda a: ((a - truth).norm() / truth.norm()).item()
