@@ -12,7 +12,7 @@ L=$OUT/logs; mkdir -p $L
 timeout $(left ${TESTS_END:-150}) python3 -m pytest -q -rs test_equivalence.py -p no:cacheprovider \
   -k "pdl_sampler or small_gemm or inference_dtype_keeps" > $L/gpu_tests.txt 2>&1; el "gpu tests rc $?"
 grep -E "passed|failed|Error|assert " $L/gpu_tests.txt | tail -8
-timeout $(left ${END:-290}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step,prefix \
+timeout $(left ${END:-290}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=${VARIANTS:-step,prefix} \
   --infer_pdl=True --infer_profile=1,8 --out_dir=$OUT/bench > $L/infer.txt 2>&1; el "bench rc $?"
 grep "^inductor\|^| compiled\|^kernels of\|relative\|replay\|failed" $L/infer.txt | cut -c1-230
 timeout $(left ${OFF_END:-400}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=step \
