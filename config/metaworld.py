@@ -6,9 +6,10 @@
 #   python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld --workers=10
 # global batch 256 = micro_batch 256 x grad_accum 1 x 1 GPU; 6000 iterations = 1.54M samples (~40 passes, 38k frames).
 # This config scored 79 / 79 / 75% at train seeds 42 / 1 / 2 (77.7%; one H100, torch 2.11.0+cu130, 2026-12-06,
-# docs/closed_loop/ai_results.txt, aj_results.txt), 10 episodes per task, EMA weights; 6000 iterations take 219-250 s
-# there. Everything else tried (image sizes, stems, augmentation, schedules, batch sizes, model sizes, sampling noise,
-# DART, camera dropout; MT50 57.2% at micro-batch 128), each with its record: docs/closed_loop/metaworld_notes.md.
+# docs/closed_loop/ai_results.txt, aj_results.txt), 10 episodes per task, EMA weights; 6000 iterations take 219-226 s
+# there (250 with GPU tests beside it). Everything else tried (image sizes, stems, augmentation, schedules, batch
+# sizes, model sizes, sampling noise, DART, camera dropout; MT50 57.2% at micro-batch 128), each with its record:
+# docs/closed_loop/metaworld_notes.md.
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
 model_name = 'small'
