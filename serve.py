@@ -50,8 +50,8 @@ keys = ''                  # observation keys, e.g. 'image=agentview,state=robot
                            # observation/state and prompt (openpi's LIBERO client)
 device = 'auto'            # 'auto' | 'cuda' | 'cpu'
 fast = True                # CUDA: compiled layers + CUDA graphs (first request of a new prompt length captures)
-pdl = False                # with fast, compute capability 9+: kernels with programmatic dependent launch (batch 1 on an
-                           # H100: 17.2 -> 15.8 ms; opt-in until its GPU test has run)
+pdl = False                # with fast, compute capability 9+: kernels with programmatic dependent launch
+                           # (GraphedSampler's pdl; opt-in until its GPU test has run)
 noise_seed = -1            # >= 0: noise drawn from the seed and the observation (the same request, the same reply)
 noise_scale = 1.0          # the sampling noise's std (openpi: 1); 0 integrates the flow from its mean, deterministically
 # -----------------------------------------------------------------------------
