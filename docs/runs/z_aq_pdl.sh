@@ -1,7 +1,9 @@
 #!/bin/bash
 # Session 22 (2026-12-06), issue 17, one device call; carry [".whl", ".gl"]; ~5.5 min, run with timeout_s 420.
+# Ran in session 24 (235 s on an H100, docs/runs/aq/); its test has been rewritten since (two inputs replayed in turn,
+# 1e-4 against pdl=False): docs/runs/z_ar_pdl_test.sh runs the test alone.
 # serve.GraphedSampler(pdl=True) compiles with programmatic dependent launch (compute capability 9+; opt-in).
-# 1. GPU tests: PDL's actions bit-identical to pdl=False and every PDL kernel waiting before it releases the next; the
+# 1. GPU tests: PDL's actions against pdl=False's and every PDL kernel waiting before it releases the next; the
 #    small_gemm tests; the inference-dtype test (GraphedSampler defaults).
 # 2. bench.py 'step' (serve.py's default) and 'prefix' rows with PDL, batch 1 / 8 / 32, each with the kernel lists of
 #    its batch-1 and batch-8 calls (--infer_profile=1,8: where batch 8's 54 ms go; its ~24 TFLOP take ~30 ms at the
