@@ -134,11 +134,9 @@ class GraphedSampler:
     while the one before it finishes and waits for that one's results before reading them; the graph's gaps between
     kernels shrink; 17.2 -> 15.8 ms at batch 1 on an H100, measured with TORCHINDUCTOR_ENABLE_PDL=1, the same
     switch). None: on where the GPU has it (compute capability 9 or more). It applies to what compiles during this
-    sampler's captures; layers compiled before keep their kernels. Off by default: on an H100 (2026-12-06) its
-    actions were 7.6e-4 from pdl=False's as served (two compiles, kernel sizes picked by timing) and 2.4e-7 with
-    both compiled in inductor's deterministic mode; the GPU test that tells such rounding from a read before a write
-    (test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next, two inputs replayed in turn) has not
-    run in its present form."""
+    sampler's captures; layers compiled before keep their kernels. Off by default until its GPU test
+    (test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next, whose docstring has what was
+    measured) passes."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
                  whole_step=True, prefix_attn=None, small_gemm=False, pdl=False):

@@ -1315,14 +1315,14 @@ class TestGPU:
             torch._dynamo.reset()  # compile again, with PDL
             fast = serve.GraphedSampler(m, compile=False, fuse=False, pdl=True)  # the layers compiled above
             first = [[fast(*x) for x in pair] for pair in pairs]
-        for pair, ws, fs in zip(pairs, want, first):
+        for pair, ws, firsts in zip(pairs, want, first):
             assert (ws[0] - ws[1]).abs().max() > 0.1, 'the two inputs give alike actions: stale reads would not show'
             for i in range(10):  # the two inputs in turn: a race would show in some replays, not in all
-                for x, w, f in zip(pair, ws, fs):
+                for x, w, ref in zip(pair, ws, firsts):
                     got = fast(*x)
                     diff = (got - w).abs().max().item()
                     assert diff <= 1e-4, f'PDL changed the actions at replay {i}, batch {len(x[1])}: max diff {diff:.3e}'
-                    assert torch.equal(got, f), f'a PDL replay differs from the first, batch {len(x[1])}, replay {i}'
+                    assert torch.equal(got, ref), f'a PDL replay differs from the first, batch {len(x[1])}, replay {i}'
         waiting, bad = 0, []
         for f in files() - before - {None}:
             for chunk in open(f).read().split('async_compile.triton(')[1:]:
