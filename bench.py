@@ -59,8 +59,8 @@ fit_skip = 0               # with fit: start after the first n settings (one set
 infer_calls = 100          # timed calls per inference row
 infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'prefix', 'triton' and 'small' ('step': serve.py's, grouped with each denoising step one graph; 'prefix': 'step' with grouped prefix attention; 'triton': 'step' with decode_attn.py's kernel; 'small': 'step' with small_gemm.py's kernel)
 infer_profile = '1'        # with infer: the batch sizes (of 1, 8, 32) whose call's kernels each graphed row lists
-infer_pdl = False          # with infer: inductor's kernels with programmatic dependent launch on GPUs that have it
-                           # (serve.py --pdl=True); compare in a process of its own (the layers compile once)
+infer_pdl = True           # with infer: inductor's kernels with programmatic dependent launch on GPUs that have it
+                           # (serve.py's default); compare with False in a process of its own (the layers compile once)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
                            # autotuning for the small-M expert matmuls; a second model, compile time reported)
 tokenizer = ''             # path to the PaliGemma SentencePiece model for exact prompt lengths (else an estimate)

@@ -20,7 +20,8 @@ the checkpoint's prompt format and tokenizer) and unnormalises the actions; ever
 directory (checkpoint.py: policy.json, norm_stats.json, tokenizer.model), so a checkpoint copied alone serves, and a
 run directory (--ckpt=out/demo) serves its newest good checkpoint.
 On a GPU, `GraphedSampler` compiles the inference layers and replays all of sample_actions (prefix pass and the
-10 denoising steps) as one CUDA graph per input shape, and one more per shape for real-time-chunking requests.
+10 denoising steps) as one CUDA graph per input shape, and one more per shape for real-time-chunking requests;
+on Hopper and later its kernels use programmatic dependent launch (--pdl=False turns that off).
 """
 import contextlib
 import hmac
@@ -50,8 +51,8 @@ keys = ''                  # observation keys, e.g. 'image=agentview,state=robot
                            # observation/state and prompt (openpi's LIBERO client)
 device = 'auto'            # 'auto' | 'cuda' | 'cpu'
 fast = True                # CUDA: compiled layers + CUDA graphs (first request of a new prompt length captures)
-pdl = False                # with fast, compute capability 9+: kernels with programmatic dependent launch
-                           # (GraphedSampler's pdl; opt-in, its docstring says why)
+pdl = True                 # with fast: kernels with programmatic dependent launch where the GPU has it (compute
+                           # capability 9+; GraphedSampler's pdl=None); False: inductor's own setting
 noise_seed = -1            # >= 0: noise drawn from the seed and the observation (the same request, the same reply)
 noise_scale = 1.0          # the sampling noise's std (openpi: 1); 0 integrates the flow from its mean, deterministically
 # -----------------------------------------------------------------------------
@@ -132,14 +133,14 @@ class GraphedSampler:
     on the model, model.use_small_gemm, for each capture of this sampler).
     pdl: inductor's Triton kernels compiled with programmatic dependent launch (Hopper and later: a kernel starts
     while the one before it finishes and waits for that one's results before reading them; the graph's gaps between
-    kernels shrink; 17.2 -> 15.8 ms at batch 1 on an H100, measured with TORCHINDUCTOR_ENABLE_PDL=1, the same
-    switch). None: on where the GPU has it (compute capability 9 or more). It applies to what compiles during this
-    sampler's captures; layers compiled before keep their kernels. Off by default until its GPU test
-    (test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next, whose docstring has what was
-    measured) passes."""
+    kernels shrink: pi05 at batch 1 16.6 -> 14.9 ms on an H200). None (the default): on where the GPU has it (compute
+    capability 9 or more); True: on; False: inductor's own setting (TORCHINDUCTOR_ENABLE_PDL). It applies to what
+    compiles during this sampler's plain captures (not the guided ones of real-time chunking, which its test does not
+    cover); layers compiled before keep their kernels. Its GPU test:
+    test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
-                 whole_step=True, prefix_attn=None, small_gemm=False, pdl=False):
+                 whole_step=True, prefix_attn=None, small_gemm=False, pdl=None):
         self.model, self.num_steps, self.graphs, self.prefix_attn = model, num_steps, {}, prefix_attn
         self.pdl = pdl
         # pi05 on one H100, 2026-12-06 (python bench.py --infer=True, docs/logs/infer_2026-12-06b_h100_full_order.log):
@@ -169,7 +170,7 @@ class GraphedSampler:
                                                 denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
         from torch._inductor import config as inductor_config  # here: importing it costs serve.py 2 s on a CPU
         switch = (inductor_config.patch({'triton.enable_pdl': True}) if pdl_on(self.pdl, noise.device)
-                  else contextlib.nullcontext())
+                  and guided is None else contextlib.nullcontext())  # guided graphs: untested with PDL, left out
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side), switch:  # pdl=False leaves inductor's own setting (TORCHINDUCTOR_ENABLE_PDL)
@@ -205,7 +206,7 @@ class Policy:
     random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides."""
 
     def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None, noise_scale=1.0,
-                 pdl=False):
+                 pdl=None):
         ckpt_dir = checkpoint.find(ckpt_dir)  # a run directory serves its newest good checkpoint
         self.info, self.stats, self.tokenizer = info, _, _ = checkpoint.read_policy(ckpt_dir)
         self.ckpt_dir, self.device = ckpt_dir, torch.device(device)
@@ -495,7 +496,7 @@ if __name__ == '__main__':
     t0 = time.perf_counter()
     try:
         policy = Policy(ckpt, dev, weights, fast=fast, noise_seed=noise_seed if noise_seed >= 0 else None, keys=overrides,
-                        noise_scale=noise_scale, pdl=pdl)
+                        noise_scale=noise_scale, pdl=None if pdl else False)
     except (FileNotFoundError, ValueError, M.CheckpointError, data.DataError) as err:
         raise SystemExit(f'serve.py: {err}')
     print(f"loaded {ckpt} ({policy.weights} weights) on {dev} in {time.perf_counter() - t0:.1f} s; "

@@ -1280,19 +1280,20 @@ class TestGPU:
         assert torch.equal(sampler(b, x0).float(), got), 'replays differ'
 
     def test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next(self):
-        """GraphedSampler(pdl=True) (serve.py --pdl=True) at batch 1 and 3: replays of two different inputs in turn
-        give the actions of pdl=False to 1e-4, and each input's replays the same bits every time (a kernel that read
-        a buffer before its writer finished would see stale values: the other input's, or another kernel's of the
-        same replay); and every Triton kernel inductor generated for it that lets the next one start early
-        (gdc_launch_dependents) does so only after waiting for the one before it (gdc_wait). So when a kernel starts
-        early, every kernel but the one just before it has finished; what it reads from that one it waits for first
-        (inductor's dependency check, which the replays exercise). A kernel with neither (a fill that touches nothing
-        of its predecessor's) starts only when that one ends. The order was read from torch 2.13's inductor; this test
-        is what checks the torch that runs it. Both samplers compile in inductor's deterministic mode: it picks
-        kernel block sizes without timing them, where a timed pick can change a reduction's summation order between
-        two compiles (7.6e-4 apart on an H100, torch 2.11, 2026-12-06; 2.4e-7 in deterministic mode, so not the same
-        bits, hence 1e-4); where PDL's waits go does not depend on block sizes. Guided (real-time chunking) graphs are
-        not covered."""
+        """GraphedSampler(pdl=True) (serve.py's default on compute capability 9+) at batch 1 and 3: replays of two
+        different inputs in turn give the actions of pdl=False to 1e-4, and each input's replays the same bits every
+        time (a kernel that read a buffer before its writer finished would see stale values: the other input's, or
+        another kernel's of the same replay); and every Triton kernel inductor generated for it that lets the next one
+        start early (gdc_launch_dependents) does so only after waiting for the one before it (gdc_wait). So when a
+        kernel starts early, every kernel but the one just before it has finished; what it reads from that one it waits
+        for first (inductor's dependency check, which the replays exercise). A kernel with neither (a fill that touches
+        nothing of its predecessor's) starts only when that one ends. The order was read from torch 2.13's inductor;
+        this test is what checks the torch that runs it. Both samplers compile in inductor's deterministic mode: it
+        picks kernel block sizes without timing them, where a timed pick can change a reduction's summation order
+        between two compiles (7.6e-4 apart on an H100, torch 2.11, 2026-12-06; 2.4e-7 in deterministic mode, so not the
+        same bits, hence 1e-4); where PDL's waits go does not depend on block sizes. Guided (real-time chunking) graphs
+        are not covered (GraphedSampler compiles them without PDL). Passed on an H200, torch 2.11.0+cu130, 2026-12-06
+        (docs/runs/at/gpu_tests.txt)."""
         import serve
         import torch._dynamo
         from torch._inductor import config as inductor_config
