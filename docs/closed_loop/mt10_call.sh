@@ -23,6 +23,12 @@ report() { # run names whose train_<name>.txt to summarise; then every tasks.md 
   for r in "$@"; do grep -h "parameters\|eval iter\|done:\|non-finite\|skipped\|Error" $L/train_$r.txt | cut -c1-220; done
   for d in $OUT/*/; do [ -f $d/tasks.md ] && { echo "== $d"; grep "v3\|average" $d/tasks.md | tr '\n' ' '; echo; }; done
   (cd $OUT && tar czf logs.tgz logs */episodes.csv */*.png 2>/dev/null; rm -rf logs */*.png */episodes.csv); }
+# a warm machine keeps data_cache between calls: the same demonstrations (stamp) are not written again
+stamp="episodes=${EPISODES:-50} size=${SIZE:-128} flags=${SIM_FLAGS:-}"
+if [ "$(cat data_cache/mt10.stamp 2>/dev/null)" = "$stamp" ] && [ -d data_cache/mt10 ]; then el "data kept ($stamp)"; else
+rm -f data_cache/mt10.stamp
 python3 sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=${EPISODES:-50} --size=${SIZE:-128} --workers=16 ${SIM_FLAGS:-} > $L/gen.txt 2>&1
-python3 prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=${SIZE:-128} --max_token_len=48 --workers=16 >> $L/gen.txt 2>&1
+python3 prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=${SIZE:-128} --max_token_len=48 --workers=16 >> $L/gen.txt 2>&1 \
+  && echo "$stamp" > data_cache/mt10.stamp
 el data; tr '\r' '\n' < $L/gen.txt | grep "kept of\|wrote" | tail -n 3 | cut -c1-150
+fi
