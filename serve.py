@@ -135,8 +135,9 @@ class GraphedSampler:
     while the one before it finishes and waits for that one's results before reading them; the graph's gaps between
     kernels shrink: pi05 at batch 1 16.6 -> 14.9 ms on an H200). None (the default): on where the GPU has it (compute
     capability 9 or more); True: on; False: inductor's own setting (TORCHINDUCTOR_ENABLE_PDL). It applies to what
-    compiles during this sampler's plain captures (not the guided ones of real-time chunking, which its test does not
-    cover); layers compiled before keep their kernels. Its GPU test:
+    compiles during this sampler's plain captures; a guided capture (real-time chunking, which the test does not
+    cover) adds no PDL kernels of its own, and kernels it shares with plain captures (SigLIP, the prefix pass) keep
+    the setting of whichever capture compiled them first. Layers compiled before keep their kernels. Its GPU test:
     test_pdl_sampler_matches_and_every_kernel_waits_before_releasing_the_next."""
 
     def __init__(self, model, num_steps=10, compile=True, fuse=True, denoise_attn='grouped', compile_mode=None,
@@ -170,7 +171,7 @@ class GraphedSampler:
                                                 denoise_attn=self.denoise_attn, prefix_attn=self.prefix_attn, **kw)
         from torch._inductor import config as inductor_config  # here: importing it costs serve.py 2 s on a CPU
         switch = (inductor_config.patch({'triton.enable_pdl': True}) if pdl_on(self.pdl, noise.device)
-                  and guided is None else contextlib.nullcontext())  # guided graphs: untested with PDL, left out
+                  and guided is None else contextlib.nullcontext())  # guided steps: untested with PDL, left out
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side), switch:  # pdl=False leaves inductor's own setting (TORCHINDUCTOR_ENABLE_PDL)
@@ -203,7 +204,9 @@ class GraphedSampler:
 class Policy:
     """A checkpoint directory served: infer(observation) -> {'actions': (H, action dim) in the dataset's units}.
     weights: 'auto' (ema.safetensors if present, as openpi serves its EMA weights), 'ema', 'model', 'init' (fresh
-    random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides."""
+    random weights, for comparisons). keys: {camera name | 'state' | 'prompt': observation key} overrides.
+    fast (CUDA): calls replayed by a GraphedSampler, with its pdl (None: programmatic dependent launch where the GPU
+    has it)."""
 
     def __init__(self, ckpt_dir, device='cpu', weights='auto', fast=False, noise_seed=None, keys=None, noise_scale=1.0,
                  pdl=None):

@@ -1292,8 +1292,8 @@ class TestGPU:
         picks kernel block sizes without timing them, where a timed pick can change a reduction's summation order
         between two compiles (7.6e-4 apart on an H100, torch 2.11, 2026-12-06; 2.4e-7 in deterministic mode, so not the
         same bits, hence 1e-4); where PDL's waits go does not depend on block sizes. Guided (real-time chunking) graphs
-        are not covered (GraphedSampler compiles them without PDL). Passed on an H200, torch 2.11.0+cu130, 2026-12-06
-        (docs/runs/at/gpu_tests.txt)."""
+        are not covered (GraphedSampler adds no PDL kernels of their own). Passed on an H200, torch 2.11.0+cu130,
+        2026-12-06 (docs/runs/at/gpu_tests.txt)."""
         import serve
         import torch._dynamo
         from torch._inductor import config as inductor_config

@@ -25,7 +25,8 @@ report() { # run names whose train_<name>.txt to summarise; then every tasks.md 
   (cd $OUT && tar czf logs.tgz logs */episodes.csv */*.png 2>/dev/null; rm -rf logs */*.png */episodes.csv); }
 # a warm machine keeps data_cache between calls: the same demonstrations (stamp) are not written again
 stamp="episodes=${EPISODES:-50} size=${SIZE:-128} flags=${SIM_FLAGS:-}"
-if [ "$(cat data_cache/mt10.stamp 2>/dev/null)" = "$stamp" ] && [ -d data_cache/mt10 ]; then el "data kept ($stamp)"; else
+if [ "$(cat data_cache/mt10.stamp 2>/dev/null)" = "$stamp" ] && [ data_cache/mt10.stamp -nt data_cache/mt10/meta.json ]
+then el "data kept ($stamp)"; else  # -nt: a script that writes data_cache/mt10 itself leaves the stamp older
 rm -f data_cache/mt10.stamp
 python3 sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=${EPISODES:-50} --size=${SIZE:-128} --workers=16 ${SIM_FLAGS:-} > $L/gen.txt 2>&1
 python3 prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=${SIZE:-128} --max_token_len=48 --workers=16 >> $L/gen.txt 2>&1 \

@@ -1,13 +1,13 @@
 #!/bin/bash
-# Prepared 2026-12-06 (session 25) for device calls (issue 16); carry [".whl", ".gl"]; timeout_s 480 each. Two small
+# Prepared 2026-12-06 (session 25) for device calls (issue 16); carry [".whl", ".gl"]; timeout_s 500 each. Two small
 # gains measured at micro-batch 128, stacked at today's config (micro-batch 256): DART demonstrations (sim.py
 # --action_noise=0.3: the robot runs the expert's action plus noise, the dataset keeps the expert's action; 74.5%
 # against 73.0% over four and five runs, ag_results.txt) and sampling from zero noise at evaluation (eval.py
 # --noise_scale=0: 72 / 77% against 73 / 73% on two checkpoints, w_results.txt). One train seed per call (SEED,
 # default 42); the checkpoint is evaluated twice side by side, noise scale 1 and 0. A second call on the still-warm
 # machine (SEED=1) finds the demonstrations written (mt10_call.sh's stamp) and skips the ~100 s of writing them.
-# Estimated: data ~100 s, 6000 iterations ~230 s, the two evaluations ~60 s.
-SIM_FLAGS="--action_noise=0.3" TRAIN_END=${TRAIN_END:-400} EVAL_END=${EVAL_END:-470}
+# Estimated: data ~100 s, 6000 iterations ~230 s, the two evaluations side by side ~60-90 s.
+SIM_FLAGS="--action_noise=0.3" TRAIN_END=${TRAIN_END:-400} EVAL_END=${EVAL_END:-490}
 source docs/closed_loop/mt10_call.sh
 S=${SEED:-42}
 el "D$S: seed $S, DART demonstrations"

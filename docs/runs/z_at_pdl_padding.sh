@@ -1,5 +1,6 @@
 #!/bin/bash
 # Prepared 2026-12-06 (session 24) for one device call (issue 17); carry [".whl", ".gl"]; ~4.5 min, timeout_s 330.
+# Ran in session 25 (docs/runs/at/); --infer_pdl=False added after it, when bench.py's default became True.
 # 1. The PDL GPU test as rewritten in session 24 (two inputs replayed in turn, 1e-4 against pdl=False, bit-identical
 #    replays; deterministic mode). If it passes, PDL can become serve.py's default (pdl=None).
 # 2. The step row (serve.py's default) with the kernel lists of its batch-1 and batch-8 calls, then the same row with
@@ -16,7 +17,7 @@ grep -E "passed|failed|^E  " $L/gpu_tests.txt | head -6
 for v in default nopad; do
   env=""; [ $v = nopad ] && env="TORCHINDUCTOR_COMPREHENSIVE_PADDING=0"
   timeout $(left $([ $v = default ] && echo ${MID_END:-210} || echo ${END:-310})) env $env python3 bench.py --infer=True \
-    --infer_calls=30 --infer_variants=step --infer_profile=1,8 --out_dir=$OUT/bench_$v > $L/infer_$v.txt 2>&1
+    --infer_calls=30 --infer_variants=step --infer_profile=1,8 --infer_pdl=False --out_dir=$OUT/bench_$v > $L/infer_$v.txt 2>&1
   el "bench $v rc $?"
   grep "^| compiled\|^kernels of\|replay\|failed" $L/infer_$v.txt | cut -c1-200
   for f in $OUT/bench_$v/kernels_one_batch_*.csv; do
