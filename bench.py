@@ -58,7 +58,8 @@ fit_skip = 0               # with fit: start after the first n settings (one set
                            # out of memory may leave memory behind for the next)
 infer_calls = 100          # timed calls per inference row
 infer_variants = 'separate,fused,grouped,flex,step'  # with infer: which CUDA-graphed variants to time, a subset of these, 'prefix', 'triton' and 'small' ('step': serve.py's, grouped with each denoising step one graph; 'prefix': 'step' with grouped prefix attention; 'triton': 'step' with decode_attn.py's kernel; 'small': 'step' with small_gemm.py's kernel)
-infer_profile = '1'        # with infer: the batch sizes (of 1, 8, 32) whose call's kernels each graphed row lists
+infer_batches = '1,8,32'   # with infer: the batch sizes each graphed row times
+infer_profile = '1'        # with infer: the batch sizes (of infer_batches) whose call's kernels each graphed row lists
 infer_pdl = True           # with infer: inductor's kernels with programmatic dependent launch on GPUs that have it
                            # (serve.py's default); compare with False in a process of its own (the layers compile once)
 infer_autotune = False     # with infer: one more row, fused projections compiled with inductor's max-autotune (GEMM
@@ -378,7 +379,7 @@ def perturb(model):
     M.perturb_weights(model, 0.02, torch.Generator(model.embed_tokens.weight.device).manual_seed(seed))
 
 
-def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
+def infer_table(lengths, device):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
     then serve.GraphedSampler (compiled inference layers, the whole call one CUDA graph) at each batch size, with
@@ -390,8 +391,8 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     kernel for the action expert's projections at batch 1; a
     real-time-chunking (guided) call at the first batch size with separate projections without and with the graph,
     and with fused ones (and grouped) as serve.Policy replays it; with infer_autotune, fused projections compiled
-    with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run.
-    Returns markdown rows."""
+    with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run,
+    infer_batches at which batch sizes. Returns markdown rows."""
     import serve
     variants = {'separate': 'separate projections', 'fused': 'fused projections',
                 'grouped': 'fused projections, grouped denoising attention',
@@ -403,6 +404,12 @@ def infer_table(lengths, device, batch_sizes=(1, 8, 32)):
     chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
     if not chosen or set(chosen) - set(variants):
         raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
+    try:
+        batch_sizes = sorted({int(B) for B in str(infer_batches).split(',')})
+    except ValueError:
+        batch_sizes = []
+    if not batch_sizes or batch_sizes[0] < 1:
+        raise ValueError(f"infer_batches={infer_batches!r}: batch sizes >= 1 separated by commas, e.g. '1,8'")
     if infer_autotune and 'fused' not in chosen:
         raise ValueError(f"infer_autotune compares with the fused row: add 'fused' to infer_variants={infer_variants!r}")
     cfg = M.configs[model_name]

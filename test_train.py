@@ -944,13 +944,19 @@ def test_bench_default_row_is_train_defaults():
 
 def test_bench_checks_its_inference_variants_before_building_a_model(monkeypatch):
     """`bench.py --infer=True --infer_variants=...` names a subset of the CUDA-graphed rows; a wrong name, or the
-    autotuned row without the fused row it compares with, is refused before pi05 is built."""
+    autotuned row without the fused row it compares with, or a bad --infer_batches, is refused before pi05 is
+    built."""
     import bench
     monkeypatch.setattr(bench.M, 'build', lambda *a, **k: pytest.fail('a model was built'))
     monkeypatch.setattr(bench, 'infer_variants', 'grouped,fast')
     with pytest.raises(ValueError, match="infer_variants='grouped,fast': a comma-separated subset of separate,fused,grouped,flex,step,prefix,triton,small$"):
         bench.infer_table([40], 'cpu')
     monkeypatch.setattr(bench, 'infer_variants', 'grouped')
+    for bad in ('1,x', '0,8', ''):
+        monkeypatch.setattr(bench, 'infer_batches', bad)
+        with pytest.raises(ValueError, match=f"infer_batches='{bad}': batch sizes >= 1"):
+            bench.infer_table([40], 'cpu')
+    monkeypatch.setattr(bench, 'infer_batches', '1,8')
     monkeypatch.setattr(bench, 'infer_autotune', True)
     with pytest.raises(ValueError, match="add 'fused'"):
         bench.infer_table([40], 'cpu')
