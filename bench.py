@@ -379,6 +379,34 @@ def perturb(model):
     M.perturb_weights(model, 0.02, torch.Generator(model.embed_tokens.weight.device).manual_seed(seed))
 
 
+
+INFER_VARIANTS = {  # infer_table's CUDA-graphed rows, in the order they run
+    'separate': 'separate projections', 'fused': 'fused projections',
+    'grouped': 'fused projections, grouped denoising attention',
+    'flex': 'fused projections, flex denoising attention',
+    'step': 'fused projections, grouped denoising attention, one graph per denoising step',
+    'prefix': 'fused projections, grouped attention in the prefix too, one graph per denoising step',
+    'triton': 'fused projections, Triton denoising attention, one graph per denoising step',
+    'small': 'fused projections, grouped denoising attention, Triton expert GEMMs, one graph per step'}
+
+
+def infer_choices():
+    """infer_variants and infer_batches checked: (the chosen variant keys, the batch sizes ascending), else a
+    ValueError that names the flag."""
+    chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
+    if not chosen or set(chosen) - set(INFER_VARIANTS):
+        raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(INFER_VARIANTS)}")
+    try:
+        batch_sizes = sorted({int(B) for B in str(infer_batches).split(',')})
+    except ValueError:
+        batch_sizes = []
+    if not batch_sizes or batch_sizes[0] < 1:
+        raise ValueError(f"infer_batches={infer_batches!r}: batch sizes >= 1 separated by commas, e.g. '1,8'")
+    if infer_autotune and 'fused' not in chosen:
+        raise ValueError(f"infer_autotune compares with the fused row: add 'fused' to infer_variants={infer_variants!r}")
+    return chosen, batch_sizes
+
+
 def infer_table(lengths, device):
     """sample_actions (10 denoising steps, 2 cameras, LIBERO prompt lengths in 32-slot buckets, bf16 weights as
     serve.Policy loads them), wall time per call with the device synchronised: the eager reference at batch 1,
@@ -394,24 +422,8 @@ def infer_table(lengths, device):
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run,
     infer_batches at which batch sizes. Returns markdown rows."""
     import serve
-    variants = {'separate': 'separate projections', 'fused': 'fused projections',
-                'grouped': 'fused projections, grouped denoising attention',
-                'flex': 'fused projections, flex denoising attention',
-                'step': 'fused projections, grouped denoising attention, one graph per denoising step',
-                'prefix': 'fused projections, grouped attention in the prefix too, one graph per denoising step',
-                'triton': 'fused projections, Triton denoising attention, one graph per denoising step',
-                'small': 'fused projections, grouped denoising attention, Triton expert GEMMs, one graph per step'}
-    chosen = [v.strip() for v in infer_variants.split(',') if v.strip()]
-    if not chosen or set(chosen) - set(variants):
-        raise ValueError(f"infer_variants={infer_variants!r}: a comma-separated subset of {','.join(variants)}")
-    try:
-        batch_sizes = sorted({int(B) for B in str(infer_batches).split(',')})
-    except ValueError:
-        batch_sizes = []
-    if not batch_sizes or batch_sizes[0] < 1:
-        raise ValueError(f"infer_batches={infer_batches!r}: batch sizes >= 1 separated by commas, e.g. '1,8'")
-    if infer_autotune and 'fused' not in chosen:
-        raise ValueError(f"infer_autotune compares with the fused row: add 'fused' to infer_variants={infer_variants!r}")
+    variants = INFER_VARIANTS
+    chosen, batch_sizes = infer_choices()
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
     model = M.build(cfg, device, attn='sdpa', compute_dtype=torch.bfloat16 if device == 'cuda' else torch.float32)
@@ -716,6 +728,10 @@ if __name__ == '__main__':
         raise SystemExit
     if infer:
         print(f"{gpu} | torch {torch.__version__} | {model_name} inference, {time.strftime('%Y-%m-%d')}", flush=True)
+        try:
+            infer_choices()  # a bad --infer_* value stops here, in one line
+        except ValueError as err:
+            raise SystemExit(f'bench.py: {err}') from None
         print('\n'.join(infer_table(lengths, device)))
         raise SystemExit
     peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
