@@ -6,12 +6,19 @@
 # --noise_scale=0: 72 / 77% against 73 / 73% on two checkpoints, w_results.txt). One train seed per call (SEED,
 # default 42); the checkpoint is evaluated twice side by side, noise scale 1 and 0. A second call on the still-warm
 # machine (SEED=1) finds the demonstrations written (mt10_call.sh's stamp) and skips the ~100 s of writing them.
-# Estimated: data ~100 s, 6000 iterations ~230 s, the two evaluations side by side ~60-90 s.
+# Estimated: data ~100 s, 6000 iterations ~230 s, the two evaluations side by side ~60-90 s. WITH_TESTS=1 runs every
+# GPU test (test_serve.py's and test_equivalence.py's TestGPU, PDL on by default since session 25) beside the
+# training, in place of a call of their own (docs/runs/z_au_gpu_tests.sh).
 SIM_FLAGS="--action_noise=0.3" TRAIN_END=${TRAIN_END:-400} EVAL_END=${EVAL_END:-490}
 source docs/closed_loop/mt10_call.sh
 S=${SEED:-42}
 el "D$S: seed $S, DART demonstrations"
 train_bg D$S $S $TRAIN_END
+if [ -n "${WITH_TESTS:-}" ]; then  # WITH_TESTS=1: every GPU test beside the training (~10% slower, as in session 20)
+  ( timeout $(left $((TRAIN_END - 20))) python3 -m pytest -q -rs test_serve.py test_equivalence.py -k TestGPU \
+      -p no:cacheprovider > $L/gpu_tests.txt 2>&1
+    el "GPU tests rc $?: $(tail -n 1 $L/gpu_tests.txt)"; grep -E "^FAILED|^E  " $L/gpu_tests.txt | head -6 ) &
+fi
 wait
 c=$(ls -d out/mwD$S/ckpt_* 2>/dev/null | sort -V | tail -n 1)
 grep -q "^done:" $L/train_D$S.txt || el "D$S: MID-SCHEDULE $c (the run did not end)"
