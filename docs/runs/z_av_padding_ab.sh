@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared 2026-12-06 (session 25) for a device call (issue 17); carry [".whl", ".gl"]; ~7 min, timeout_s 450.
+# Prepared 2026-12-06 (session 25) for a device call (issue 17); carry [".whl", ".gl"]; ~8.5 min, timeout_s 530.
 # Should serving turn off inductor's comprehensive stride padding? In session 25 (docs/runs/at/) it sent SigLIP's fc1
 # down cuBLAS's copy-the-bias path (27 copies and bias-add GEMMs a call); one process per setting gave, with PDL,
 # 14.9 against 14.8 ms at batch 1 and 193.4 against 189.8 at batch 32 (10 calls): too little to change a default
@@ -15,4 +15,9 @@ for v in pad nopad nopad pad; do
     --infer_batches=1,32 --out_dir=/tmp/b > $L/infer_${k}_$v.txt 2>&1
   el "$k $v rc $?: $(grep '^| compiled' $L/infer_${k}_$v.txt | awk -F'|' '{printf "b%s: p50%s p99%s ms; ", $3+0, $4, $6}')"
 done
+# then a guided (real-time chunking) call at batch 1 beside the grouped row it is captured from, with today's code
+# (last timed 2026-12-02: 36.0 ms against 20.3 plain on an H200; plain is 14.9 ms since session 25)
+timeout $(left 515) python3 bench.py --infer=True --infer_calls=30 --infer_variants=grouped --infer_batches=1 \
+  --out_dir=/tmp/b > $L/infer_rtc.txt 2>&1
+el "rtc rc $?"; grep "^| compiled\|guided" $L/infer_rtc.txt | cut -c1-200
 cd $OUT && tar czf logs.tgz logs && rm -rf logs
