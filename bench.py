@@ -379,7 +379,6 @@ def perturb(model):
     M.perturb_weights(model, 0.02, torch.Generator(model.embed_tokens.weight.device).manual_seed(seed))
 
 
-
 INFER_VARIANTS = {  # infer_table's CUDA-graphed rows, in the order they run
     'separate': 'separate projections', 'fused': 'fused projections',
     'grouped': 'fused projections, grouped denoising attention',
@@ -422,7 +421,6 @@ def infer_table(lengths, device):
     with max-autotune at the first two batch sizes. infer_variants chooses which of the graphed variants run,
     infer_batches at which batch sizes. Returns markdown rows."""
     import serve
-    variants = INFER_VARIANTS
     chosen, batch_sizes = infer_choices()
     cfg = M.configs[model_name]
     torch.manual_seed(seed)
@@ -495,8 +493,8 @@ def infer_table(lengths, device):
         first, last = same[batch_sizes[0]], same[batch_sizes[-1]]
         outs, outs1 = {}, {}  # each variant's replay at the last batch size, and at the first
         compiled = fused_sampler = direct = replay = denoise_compiled = None
-        for key in [v for v in variants if v in chosen]:
-            name, fused = variants[key], key != 'separate'
+        for key in [v for v in INFER_VARIANTS if v in chosen]:
+            name, fused = INFER_VARIANTS[key], key != 'separate'
             if fused and model.layers[0].vlm.self_attn.fused is None:  # once, after the separate row if it runs
                 M.fuse_projections(model)
             attn = {'flex': 'flex', 'grouped': 'grouped', 'step': 'grouped', 'triton': 'triton', 'prefix': 'grouped',
@@ -522,7 +520,7 @@ def infer_table(lengths, device):
                 bases = {'step': ['grouped'], 'triton': ['step', 'grouped'], 'prefix': ['step', 'grouped'],
                          'small': ['step', 'grouped']}.get(
                     key, ['fused' if attn else 'separate'])  # one change at a time, else the nearest row that ran
-                base = next((variants[k] for k in bases if variants[k] in outs), None)
+                base = next((INFER_VARIANTS[k] for k in bases if INFER_VARIANTS[k] in outs), None)
                 got1 = sampler(*first).float()  # and at the first batch size ('small' runs its kernel at batch 1 only)
                 if base:
                     for b_, now, before in ((B, got, outs[base]), (len(first[1]), got1, outs1[base])):
