@@ -1363,9 +1363,12 @@ class TestGPU:
         got = m.sample_actions(b, noise=x0, denoise_attn='grouped', prefix_attn='grouped').float()
         err = ((got - ref).norm() / ref.norm()).item()
         assert 0 < err < 2e-2, f'grouped vs sdpa prefix attention, compiled: relative error {err:.2e}'
-        import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa
-        assert torch.equal(serve.GraphedSampler(m, compile=False, fuse=False, prefix_attn='grouped')(b, x0).float(), got)
-        assert torch.equal(serve.GraphedSampler(m, compile=False, fuse=False)(b, x0).float(), ref)
+        import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa. pdl=False:
+        # a layer recompiled under PDL is a fresh compile whose timed block sizes may sum in another order (the PDL
+        # test bounds that at 1e-4); here the same kernels must replay, bit for bit
+        kw = dict(compile=False, fuse=False, pdl=False)
+        assert torch.equal(serve.GraphedSampler(m, prefix_attn='grouped', **kw)(b, x0).float(), got)
+        assert torch.equal(serve.GraphedSampler(m, **kw)(b, x0).float(), ref)
 
     @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):

@@ -1,15 +1,15 @@
 # Meta-World MT10 from scratch on one GPU: the 23M-parameter pi05-shaped 'small' model (two 128 px cameras, 10-action
-# chunks) on 50 scripted-expert demonstrations per task.
-#   python sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=50 --size=128
+# chunks) on 50 scripted-expert DART demonstrations per task (the expert's action recorded, its action plus noise run).
+#   python sim.py metaworld --out=data_cache/mt10_lerobot --tasks=mt10 --episodes=50 --size=128 --action_noise=0.3
 #   python prepare.py --src=data_cache/mt10_lerobot --out=data_cache/mt10 --tokenizer=words --image_size=128 --max_token_len=48
 #   python train.py config/metaworld.py
-#   python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld --workers=10
-# global batch 256 = micro_batch 256 x grad_accum 1 x 1 GPU; 6000 iterations = 1.54M samples (~40 passes, 38k frames).
-# This config scored 79 / 79 / 75% at train seeds 42 / 1 / 2 (77.7%; one H100, torch 2.11.0+cu130, 2026-12-06,
-# docs/closed_loop/ai_results.txt, aj_results.txt), 10 episodes per task, EMA weights; 6000 iterations take 219-226 s
-# there (250 with GPU tests beside it). Everything else tried (image sizes, stems, augmentation, schedules, batch
-# sizes, model sizes, sampling noise, DART, camera dropout; MT50 57.2% at micro-batch 128), each with its record:
-# docs/closed_loop/metaworld_notes.md.
+#   python eval.py --env=metaworld --tasks=mt10 --ckpt=out/metaworld --workers=10 --noise_scale=0
+# global batch 256 = micro_batch 256 x grad_accum 1 x 1 GPU; 6000 iterations = 1.54M samples (~35 passes, 44k frames).
+# These four commands scored 83 / 87 / 78% at train seeds 42 / 1 / 2 (82.7%; one H200, torch 2.11.0+cu130,
+# 2026-12-06, docs/closed_loop/au_results.txt), 10 episodes per task, EMA weights; 6000 iterations take 153-177 s
+# there. Clean demonstrations (no --action_noise) sampled with noise (no --noise_scale) gave 79 / 79 / 75% (77.7%;
+# ai_results.txt, aj_results.txt). Everything else tried (image sizes, stems, augmentation, schedules, batch sizes,
+# model sizes, camera dropout; MT50 57.2% at micro-batch 128), each with its record: docs/closed_loop/metaworld_notes.md.
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
 model_name = 'small'

@@ -8,10 +8,11 @@
 # Dry-checked on a 2-core CPU (2026-12-05, MUJOCO_GL=osmesa): sim.py metaworld --tasks=mt50 --episodes=1 --size=64 wrote all 50
 # tasks (soccer and stick-pull needed a second expert try; 104 s), prepare.py took them (50 task prompts, none cut at
 # 48 tokens), and eval.py --env=metaworld --tasks=mt50 --baseline=expert --trials=1 solved 49 of 50.
+# SIM_FLAGS: more sim.py flags (z_ax_mt50_recipe.sh sets --action_noise=0.3).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 timeout $(left 540) python3 sim.py metaworld --out=data_cache/mt50_lerobot --tasks=mt50 --episodes=50 --size=128 \
-  --workers=16 > $L/gen.txt 2>&1; el "written rc $?"
+  --workers=16 ${SIM_FLAGS:-} > $L/gen.txt 2>&1; el "written rc $?"
 timeout $(left 590) python3 prepare.py --src=data_cache/mt50_lerobot --out=data_cache/mt50 --tokenizer=words \
   --image_size=128 --max_token_len=48 --workers=16 >> $L/gen.txt 2>&1; el "prepared rc $?"
 tr '\r' '\n' < $L/gen.txt | grep "kept of\|wrote\|cut to" | cut -c1-200
