@@ -1363,12 +1363,15 @@ class TestGPU:
         got = m.sample_actions(b, noise=x0, denoise_attn='grouped', prefix_attn='grouped').float()
         err = ((got - ref).norm() / ref.norm()).item()
         assert 0 < err < 2e-2, f'grouped vs sdpa prefix attention, compiled: relative error {err:.2e}'
-        import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa. pdl=False:
-        # a layer recompiled under PDL is a fresh compile whose timed block sizes may sum in another order (the PDL
-        # test bounds that at 1e-4); here the same kernels must replay, bit for bit
-        kw = dict(compile=False, fuse=False, pdl=False)
+        import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa
+        kw = dict(compile=False, fuse=False, pdl=False)  # the same kernels replayed, bit for bit. With PDL (the default
+        # on Hopper) these gave other last bits in session 26 (likely a fresh compile under inductor's enable_pdl,
+        # whose block sizes may sum in another order), hence pdl=False here and a tolerance for the default below
         assert torch.equal(serve.GraphedSampler(m, prefix_attn='grouped', **kw)(b, x0).float(), got)
         assert torch.equal(serve.GraphedSampler(m, **kw)(b, x0).float(), ref)
+        served = serve.GraphedSampler(m, compile=False, fuse=False, prefix_attn='grouped')(b, x0).float()
+        err = ((served - got).norm() / got.norm()).item()
+        assert err < 1e-2, f'the default (PDL where supported) sampler vs the grouped prefix call: relative error {err:.2e}'
 
     @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):
