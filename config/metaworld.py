@@ -8,8 +8,9 @@
 # These four commands scored 83 / 87 / 78% at train seeds 42 / 1 / 2 (82.7%; one H200, torch 2.11.0+cu130,
 # 2026-12-06, docs/closed_loop/au_results.txt), 10 episodes per task, EMA weights; 6000 iterations take 153-170 s
 # there (177 with the GPU tests beside). Clean demonstrations (no --action_noise) sampled with noise (no
-# --noise_scale) gave 79 / 79 / 75% (77.7%, one H100; ai_results.txt, aj_results.txt). Everything else tried (image sizes, stems, augmentation, schedules, batch sizes,
-# model sizes, camera dropout; MT50 57.2% at micro-batch 128), each with its record: docs/closed_loop/metaworld_notes.md.
+# --noise_scale) gave 79 / 79 / 75% (77.7%, one H100; ai_results.txt, aj_results.txt). Everything else tried
+# (image sizes, stems, augmentation, schedules, batch sizes, model sizes, camera dropout; MT50 57.2% at micro-batch
+# 128), each with its record: docs/closed_loop/metaworld_notes.md.
 out_dir = 'out/metaworld'
 data_dir = 'data_cache/mt10'
 model_name = 'small'
