@@ -1364,9 +1364,9 @@ class TestGPU:
         err = ((got - ref).norm() / ref.norm()).item()
         assert 0 < err < 2e-2, f'grouped vs sdpa prefix attention, compiled: relative error {err:.2e}'
         import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa
-        kw = dict(compile=False, fuse=False, pdl=False)  # the same kernels replayed, bit for bit. With PDL (the default
-        # on Hopper) these gave other last bits in session 26 (likely a fresh compile under inductor's enable_pdl,
-        # whose block sizes may sum in another order), hence pdl=False here and a tolerance for the default below
+        kw = dict(compile=False, fuse=False, pdl=False)  # the same kernels replayed, bit for bit. In session 26 the
+        # second of these, then built with PDL (the default on Hopper), gave other last bits; why is not known yet
+        # (dynamo does not recompile for inductor's config alone), so pdl=False here and the default checked below
         assert torch.equal(serve.GraphedSampler(m, prefix_attn='grouped', **kw)(b, x0).float(), got)
         assert torch.equal(serve.GraphedSampler(m, **kw)(b, x0).float(), ref)
         served = serve.GraphedSampler(m, compile=False, fuse=False, prefix_attn='grouped')(b, x0).float()
