@@ -1371,7 +1371,7 @@ class TestGPU:
         assert torch.equal(serve.GraphedSampler(m, **kw)(b, x0).float(), ref)
         served = serve.GraphedSampler(m, compile=False, fuse=False, prefix_attn='grouped')(b, x0).float()
         err = ((served - got).norm() / got.norm()).item()
-        assert err < 1e-2, f'the default (PDL where supported) sampler vs the grouped prefix call: relative error {err:.2e}'
+        assert err < 1e-2, f'default (PDL) sampler vs the grouped prefix call: relative error {err:.2e}'
 
     @pytest.mark.parametrize('impl', ['flex', 'grouped', 'triton'])
     def test_denoising_attention_compiles_at_pi05_heads(self, impl):
