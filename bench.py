@@ -4,7 +4,7 @@ Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one 
     python bench.py                                   # the ladder on one GPU, markdown table at the end
     python bench.py --rows=default,fp8 --steps=20     # selected rows (LADDER and VARIANTS below)
     python bench.py --recompute_table=True            # GiB saved and ms added per recompute unit -> memory_table.json
-    python bench.py --rows=default --profile=default  # one profiled steady-state step: time per kernel kind, idle
+    python bench.py --rows=default --profile=default  # one profiled step: time per kernel kind, idle, top kernels, csv
     python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
     python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
     python bench.py --infer=True                      # sample_actions latency (batch 1) and throughput (8, 32)
@@ -45,7 +45,7 @@ warmup = 3                 # untimed steps (the first includes compilation)
 rows = 'ladder'            # 'ladder' or comma-separated row names (LADDER, VARIANTS)
 recompute_table = False    # also measure the recompute cost table and write it where memory.py reads it
 memory_table_out = os.path.join(HERE, 'memory_table.json')
-profile = ''               # comma-separated row names to profile one steady-state step of: time per kernel kind, idle
+profile = ''               # comma-separated row names to profile one steady-state step of: time per kernel kind, idle, the top kernels; every kernel to <out_dir>/kernels_*.csv
 fp8_validate = False       # profile bf16 and fp8 steps of the default row, keep the Linears fp8 makes faster
 fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (train.py reads fp8_keep.txt)
 compare = ''               # 'fp8' | 'fp32': loss curves of the default row and this precision, same init and batches
@@ -193,12 +193,10 @@ def run_row(label, settings, batches, peak, device, profile_step=False, grad_acc
             marks.append((start, end))
     loss.item()
     ms = statistics.median(timer.ms(a, b) for a, b in marks)
-    if profile_step:
-        summary, prof = profiled(lambda: step(0), device)
-        print(f"\nprofile of one step of '{label}' ({summary.pop('span'):.1f} ms from first to last kernel): " +
-              ', '.join(f'{k} {v:.1f} ms' for k, v in sorted(summary.items(), key=lambda kv: -kv[1])))
-        print(prof.key_averages().table(sort_by='self_device_time_total' if device == 'cuda' else 'self_cpu_time_total',
-                                        row_limit=25, max_name_column_width=90))
+    if profile_step and device == 'cuda':  # every kernel of one step to a csv, the kinds and the top kernels printed
+        kernel_breakdown(lambda: step(0), f'one step of {label}', top=30)
+    elif profile_step:  # CPU dry run: op times
+        print(profiled(lambda: step(0), device)[1].key_averages().table(sort_by='self_cpu_time_total', row_limit=25))
     mem = torch.cuda.max_memory_allocated() / 2 ** 30 if device == 'cuda' else float('nan')
     res = dict(row=label, ms=ms, samples_s=batch_size / ms * 1e3, tflops=flops / ms / 1e9, mfu=flops / ms / 1e9 / peak,
                peak_gib=mem, setup_s=setup_s, tokens=prepared[0][0]['tokens'].shape[1], loss=float(loss))
@@ -716,6 +714,8 @@ if __name__ == '__main__':
         print(f'{gpu} | torch {torch.__version__} | compare default vs {compare}', flush=True)
         compare_losses(named, compare, compare_steps, device)
         raise SystemExit
+    if model_name not in M.configs:
+        raise SystemExit(f'bench.py: unknown --model_name={model_name!r}: one of {sorted(M.configs)}')
     cfg = M.configs[model_name]
     lengths = prompt_lengths()
     gen = torch.Generator().manual_seed(seed)
