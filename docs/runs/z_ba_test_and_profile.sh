@@ -4,13 +4,13 @@
 # first part: test_grouped_prefix_attention_compiles_at_pi05_heads with pdl=False samplers for its bit-for-bit checks
 # and a default (PDL) sampler to 1e-2), with TORCH_LOGS=recompiles; (2) z_ay_train_profile.sh's first part: one
 # profiled steady-state step each of train.py's default and of fp8, every kernel to a csv; (3) by the deadline, the
-# fp8 trace validation on today's default, its keep-list beside the logs (PD, DL: the profile's and its deadlines, s after the start).
+# fp8 trace validation on today's default, its keep-list beside the logs (PD, DL: the profile's and its deadlines, s after the start; ROWS: the rows profiled).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
 TORCH_LOGS=recompiles timeout $(left 200) python3 -m pytest -q -rs test_equivalence.py -p no:cacheprovider \
   -k "TestGPU and grouped_prefix_attention_compiles" > $L/gpu_test_grouped_prefix_1.txt 2>&1
 el "test rc $?"; grep -E "passed|failed|^E  |^FAILED|Recompiling|triggered by" $L/gpu_test_grouped_prefix_1.txt | cut -c1-300 | head -12
-timeout $(left ${PD:-450}) python3 bench.py --rows=default,fp8 --profile=default,fp8 --steps=10 --warmup=2 --out_dir=$L/prof \
+timeout $(left ${PD:-450}) python3 bench.py --rows=${ROWS:-default,fp8} --profile=${ROWS:-default,fp8} --steps=10 --warmup=2 --out_dir=$L/prof \
   > $L/train_profile.txt 2>&1
 el "profile rc $?"; grep -E "^\| (\+|default)|^kernels of|^\{" $L/train_profile.txt | cut -c1-260
 timeout $(left ${DL:-590}) python3 bench.py --fp8_validate=True --fp8_keep_out=$L/fp8_keep.txt --out_dir=$L/val \
