@@ -4,7 +4,7 @@ Throughput and memory of Pi0.5 training on synthetic LIBERO-shaped batches, one 
     python bench.py                                   # the ladder on one GPU, markdown table at the end
     python bench.py --rows=default,fp8 --steps=20     # selected rows (LADDER and VARIANTS below)
     python bench.py --recompute_table=True            # GiB saved and ms added per recompute unit -> memory_table.json
-    python bench.py --rows=default --profile=default  # one profiled step: time per kernel kind, idle, top kernels, csv
+    python bench.py --rows=default --profile=default  # one profiled step: time per kernel kind, idle, top kernels
     python bench.py --fp8_validate=True               # bf16 vs fp8 GEMM time per Linear group -> fp8_keep.txt
     python bench.py --compare=fp8 --compare_steps=500 # loss curves of the default row vs fp8 (or fp32) from one init
     python bench.py --infer=True                      # sample_actions latency (batch 1) and throughput (8, 32)
@@ -45,7 +45,8 @@ warmup = 3                 # untimed steps (the first includes compilation)
 rows = 'ladder'            # 'ladder' or comma-separated row names (LADDER, VARIANTS)
 recompute_table = False    # also measure the recompute cost table and write it where memory.py reads it
 memory_table_out = os.path.join(HERE, 'memory_table.json')
-profile = ''               # comma-separated row names to profile one steady-state step of: time per kernel kind, idle, the top kernels; every kernel to <out_dir>/kernels_*.csv
+profile = ''               # comma-separated row names to profile one steady-state step of: time per kernel kind,
+                           # idle, the top kernels; on a GPU every kernel to <out_dir>/kernels_*.csv
 fp8_validate = False       # profile bf16 and fp8 steps of the default row, keep the Linears fp8 makes faster
 fp8_keep_out = 'fp8_keep.txt'  # where --fp8_validate writes its keep-list (train.py reads fp8_keep.txt)
 compare = ''               # 'fp8' | 'fp32': loss curves of the default row and this precision, same init and batches
@@ -708,14 +709,14 @@ if __name__ == '__main__':
     unknown = sorted({r for r in wanted + profile.split(',') if r and r not in named})
     if unknown and not (compare or fit or infer or fp8_validate):
         raise SystemExit(f"bench.py: unknown rows {unknown}: --rows (or 'ladder') and --profile take {sorted(named)}")
+    if model_name not in M.configs:
+        raise SystemExit(f'bench.py: unknown --model_name={model_name!r}: one of {sorted(M.configs)}')
     if fit and device != 'cuda':
         raise SystemExit('bench.py: --fit=True runs each setting on a CUDA GPU capped to each size; this machine has none')
     if compare:
         print(f'{gpu} | torch {torch.__version__} | compare default vs {compare}', flush=True)
         compare_losses(named, compare, compare_steps, device)
         raise SystemExit
-    if model_name not in M.configs:
-        raise SystemExit(f'bench.py: unknown --model_name={model_name!r}: one of {sorted(M.configs)}')
     cfg = M.configs[model_name]
     lengths = prompt_lengths()
     gen = torch.Generator().manual_seed(seed)

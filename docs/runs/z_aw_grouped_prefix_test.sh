@@ -11,7 +11,7 @@ L=$OUT/logs; mkdir -p $L
 k=0
 for sel in "grouped_prefix_attention_compiles" "pdl_sampler_matches or grouped_prefix_attention_compiles"; do
   k=$((k + 1))
-  TORCH_LOGS=recompiles timeout $(left $((${END:-150} * k))) python3 -m pytest -q -rs test_equivalence.py \
+  TORCH_LOGS=recompiles timeout $(left $((${END:-150} * k))) python3 -m pytest -q -rs -s test_equivalence.py \
     -p no:cacheprovider -k "TestGPU and ($sel)" > $L/gpu_test_grouped_prefix_$k.txt 2>&1
   el "$k ($sel) rc $?"; grep -E "passed|failed|^E  |^FAILED|Recompiling|triggered by" $L/gpu_test_grouped_prefix_$k.txt \
     | cut -c1-300 | head -12
