@@ -2,8 +2,9 @@
 # Session 27 (2026-12-06), issues 17 and 18; carry [".whl", ".gl"]; timeout_s 600 (a shorter call sets PD and DL).
 # Machines were scarce (session 27 got none to run on), so the two prepared calls shrink into one: (1) the changed
 # GPU test alone (z_aw_grouped_prefix_test.sh's first part: test_grouped_prefix_attention_compiles_at_pi05_heads
-# with pdl=False samplers for its bit-for-bit checks and a default (PDL) sampler to 1e-2), TORCH_LOGS=recompiles; (2) z_ay_train_profile.sh's first part: one
-# profiled steady-state step each of train.py's default and of fp8, every kernel to a csv; (3) by the deadline, the
+# with pdl=False samplers for its bit-for-bit checks and a default (PDL) sampler to 1e-2), TORCH_LOGS=recompiles;
+# (2) z_ay_train_profile.sh's first part: one profiled steady-state step each of train.py's default and of fp8,
+# every kernel to a csv; (3) by the deadline, the
 # fp8 trace validation on today's default, its keep-list beside the logs. PD, DL: deadlines of the profile and of
 # the validation, s after T0 (450, 590); ROWS: the rows run and profiled (default,fp8; row names, not 'ladder').
 # pytest -s: TORCH_LOGS' recompile lines reach the log even when the test passes.
