@@ -6,11 +6,11 @@
 # (2) z_ay_train_profile.sh's first part: one profiled steady-state step each of train.py's default and of fp8,
 # every kernel to a csv; (3) by the deadline, the
 # fp8 trace validation on today's default, its keep-list beside the logs. PD, DL: deadlines of the profile and of
-# the validation, s after T0 (450, 590); ROWS: the rows run and profiled (default,fp8; row names, not 'ladder').
+# the validation, s after T0 (450, 590), TD that of the test (200); ROWS: the rows run and profiled (default,fp8; row names, not 'ladder').
 # pytest -s: TORCH_LOGS' recompile lines reach the log even when the test passes.
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
-TORCH_LOGS=recompiles timeout $(left 200) python3 -m pytest -q -rs -s test_equivalence.py -p no:cacheprovider \
+TORCH_LOGS=recompiles timeout $(left ${TD:-200}) python3 -m pytest -q -rs -s test_equivalence.py -p no:cacheprovider \
   -k "TestGPU and grouped_prefix_attention_compiles" > $L/gpu_test_grouped_prefix_1.txt 2>&1
 el "test rc $?"; grep -E "passed|failed|^E  |^FAILED|Recompiling|triggered by" $L/gpu_test_grouped_prefix_1.txt | cut -c1-300 | head -12
 timeout $(left ${PD:-450}) python3 bench.py --rows=${ROWS:-default,fp8} --profile=${ROWS:-default,fp8} --steps=10 --warmup=2 --out_dir=$L/prof \
