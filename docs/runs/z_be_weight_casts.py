@@ -66,9 +66,8 @@ def census(body, weights=None):
         return len(gemms), weights
     returned = re.findall(r'^\s*return \((.*)\)\s*$', body, re.M)[-1]  # the graph's own return line, not a code comment
     returned = [r.strip() for r in returned.split(',')]  # the gradient of primals_N is at N - 1
-    grads = sum(1 for k in weights if int(k.split('_')[1]) - 1 < len(returned)
-                and ops.get(returned[int(k.split('_')[1]) - 1], ('',) * 6)[4] == 'convert_element_type'
-                and ops[returned[int(k.split('_')[1]) - 1]][1] == 'f32')
+    grad_ops = [ops.get(returned[int(k.split('_')[1]) - 1]) for k in weights]
+    grads = sum(1 for op in grad_ops if op and op[4] == 'convert_element_type' and op[1] == 'f32')
     saved = sum(1 for names in weights.values() if set(names) & set(inputs))
     recast = sum(1 for k in weights if any(op[4] == 'convert_element_type' and op[5].split(',')[0].strip() == k
                                            for op in ops.values()))
