@@ -12,4 +12,4 @@ el "tests rc $?"; grep -E "passed|failed|^E  |^FAILED|Recompiling|triggered by" 
 timeout $(left ${RTC_END:-450}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=grouped --infer_batches=1 \
   --out_dir=/tmp/b > $L/infer_rtc.txt 2>&1
 el "rtc rc $?"; grep "^| compiled\|guided" $L/infer_rtc.txt | cut -c1-200
-cd $OUT && tar czf logs.tgz logs && rm -rf logs
+[ -n "$KEEP_LOGS" ] || (cd $OUT && tar czf logs.tgz logs && rm -rf logs)  # KEEP_LOGS: a caller goes on

@@ -11,12 +11,7 @@ L=$OUT/logs; mkdir -p $L
 TORCH_LOGS=recompiles timeout $(left ${T1:-170}) python3 -m pytest -q -rs -s test_equivalence.py -p no:cacheprovider \
   -k "TestGPU and grouped_prefix_attention_compiles" > $L/gpu_test_grouped_prefix_1.txt 2>&1
 el "test rc $?"; grep -E "passed|failed|^E  |^FAILED|Recompiling|triggered by" $L/gpu_test_grouped_prefix_1.txt | cut -c1-300 | head -12
-TORCH_LOGS=recompiles timeout $(left ${T2:-330}) python3 -m pytest -q -rs -s test_equivalence.py -p no:cacheprovider \
-  -k "TestGPU and (pdl_sampler_matches or grouped_prefix_attention_compiles)" > $L/gpu_test_grouped_prefix_2.txt 2>&1
-el "tests rc $?"; grep -E "passed|failed|^E  |^FAILED|Recompiling|triggered by" $L/gpu_test_grouped_prefix_2.txt | cut -c1-300 | head -12
-timeout $(left ${T3:-470}) python3 bench.py --infer=True --infer_calls=30 --infer_variants=grouped --infer_batches=1 \
-  --out_dir=/tmp/b > $L/infer_rtc.txt 2>&1
-el "rtc rc $?"; grep "^| compiled\|guided" $L/infer_rtc.txt | cut -c1-200
+KEEP_LOGS=1 END=${T2:-330} RTC_END=${T3:-470} bash docs/runs/z_bb_test_order_and_rtc.sh  # same T0, no second install
 timeout $(left ${T4:-590}) python3 bench.py --rows=fp8 --profile=fp8 --steps=10 --warmup=2 --out_dir=$L/prof > $L/train_profile_fp8_h100.txt 2>&1
 el "fp8 profile rc $?"; grep -E "^\| (\+|default|fp8)|^kernels of|^\{" $L/train_profile_fp8_h100.txt | cut -c1-260
 gzip -r $L/prof
