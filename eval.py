@@ -328,8 +328,8 @@ if __name__ == '__main__':
             raise SystemExit(f'eval.py: server={server!r}: expected host:port, e.g. 127.0.0.1:8000')
         address = (h or '127.0.0.1', int(p))
     else:
-        dev = M.resolve_device(device)
         try:
+            dev = M.resolve_device(device)
             policy = serve.Policy(ckpt, dev, weights, fast=True, noise_seed=noise_seed if noise_seed >= 0 else None,
                                   noise_scale=noise_scale)
         except (FileNotFoundError, ValueError) as err:

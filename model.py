@@ -1245,8 +1245,16 @@ def check_pretrained(cfg, path):
 
 
 def resolve_device(device):
-    """'auto' -> 'cuda' when a CUDA GPU is visible, else 'cpu'; any other value as given."""
-    return ('cuda' if torch.cuda.is_available() else 'cpu') if device == 'auto' else device
+    """'auto' -> 'cuda' when a CUDA GPU is visible, else 'cpu'; 'cpu', 'cuda' and 'cuda:<index>' as given, once
+    checked (a ValueError that names the fix otherwise)."""
+    if device == 'auto':
+        return 'cuda' if torch.cuda.is_available() else 'cpu'
+    if not (device in ('cpu', 'cuda') or str(device).startswith('cuda:') and str(device)[5:].isdigit()):
+        raise ValueError(f"device={device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'")
+    if device != 'cpu' and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: use "
+                         f"--device=cpu (or 'auto'), or install a CUDA build of torch")
+    return device
 
 
 def build(name_or_cfg, device='cpu', attn='eager', compute_dtype=torch.bfloat16, init_from=None, skip_unused=True,

@@ -26,6 +26,7 @@ on Hopper and later its kernels use programmatic dependent launch (--pdl=False t
 import contextlib
 import hmac
 import os
+import sys
 import threading
 import time
 import traceback
@@ -233,11 +234,17 @@ class Policy:
             self.model.set_param_dtype(torch.bfloat16, inference=True)
         self.model.eval().requires_grad_(False)
         self.keys = {c: f'observation/{c}' for c in info['cameras']}
-        self.keys.update(state='observation/state', prompt='prompt', **(keys or {}))
+        self.keys.update(state='observation/state', prompt='prompt')
+        unknown = sorted(set(keys or {}) - set(self.keys))
+        if unknown:
+            raise ValueError(f"keys: {', '.join(map(repr, unknown))} is not a name this checkpoint reads; the names "
+                             f"are {', '.join(self.keys)} (e.g. --keys=state=observation/joint_position)")
+        self.keys.update(keys or {})
         if not (np.isfinite(noise_scale) and noise_scale >= 0):
             raise ValueError(f'noise_scale={noise_scale}: expected a finite number >= 0 (1: the noise sample_actions '
                              f'was trained from; 0: no noise)')
         self.noise_seed, self.noise_scale = noise_seed, float(noise_scale)
+        self.cut_prompts = set()  # prompts too long for the model, warned about once each
         self.sampler = GraphedSampler(self.model, info['sample_steps'], pdl=pdl) if fast and cuda else None
 
     def metadata(self):
@@ -271,7 +278,10 @@ class Policy:
                 raise ObservationError(f"{key}: expected uint8 or float in [0, 1], got {a.dtype}")
             if not np.isfinite(a).all():
                 raise ObservationError(f"{key}: the image has non-finite values")
-            a = (255 * a).astype(np.uint8)  # openpi's LiberoInputs convention for float frames
+            if a.min() < -1e-3 or a.max() > 1 + 1e-3:
+                raise ObservationError(f"{key}: a float image must be in [0, 1], got values in [{a.min():.4g}, "
+                                       f"{a.max():.4g}]: send uint8 for 0-255 pixels")
+            a = (255 * a.clip(0, 1)).astype(np.uint8)  # openpi's LiberoInputs convention for float frames
         return data.resize_with_pad(np.ascontiguousarray(a), self.cfg.image_size).transpose(2, 0, 1)
 
     def _tokens(self, obs):
@@ -299,7 +309,12 @@ class Policy:
             s = s.astype(np.float32)
             st = self.stats['state']
             state = data.normalize(s, st['q01'], st['q99'])
-        ids = data.encode_prompt(self.tokenizer, prompt, state)[:self.cfg.max_token_len]
+        ids = data.encode_prompt(self.tokenizer, prompt, state)
+        if len(ids) > self.cfg.max_token_len and prompt not in self.cut_prompts:  # cut as prepare.py cut training's
+            self.cut_prompts.add(prompt)
+            print(f"warning: a prompt of {len(ids)} tokens{' with the state' if state is not None else ''} is cut to "
+                  f"the model's {self.cfg.max_token_len} slots: {_short(repr(prompt), 80)}", file=sys.stderr, flush=True)
+        ids = ids[:self.cfg.max_token_len]
         return ids, data.bucketed(len(ids), i['prompt_bucket'], self.cfg.max_token_len)  # the training buckets
 
     def prepare(self, observations, to_device=True):
@@ -490,7 +505,12 @@ if __name__ == '__main__':
     exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
     if not ckpt:
         raise SystemExit('serve.py: pass --ckpt=<a checkpoint directory written by train.py, or its run directory, e.g. out/demo>')
-    dev = M.resolve_device(device)
+    if not 0 <= port <= 65535:
+        raise SystemExit(f'serve.py: port={port}: expected 0..65535 (0: any free port)')
+    try:
+        dev = M.resolve_device(device)
+    except ValueError as err:
+        raise SystemExit(f'serve.py: {err}') from None
     pairs = [kv.split('=', 1) for kv in keys.split(',')] if keys else []
     if any(len(p) != 2 or not all(p) for p in pairs):
         raise SystemExit(f"serve.py: keys={keys!r}: expected name=observation_key pairs separated by commas, "
@@ -507,7 +527,8 @@ if __name__ == '__main__':
     try:
         server = PolicyServer(policy, host, port, api_key, max_request_mb).start()
     except OSError as err:  # e.g. the port is taken
-        raise SystemExit(f'serve.py: cannot listen on {host}:{port} ({err.strerror or err}): choose another --port=')
+        raise SystemExit(f'serve.py: cannot listen on {host}:{port} ({err.strerror or err}): choose another --port= '
+                         f'(or --host=)')
     print(f"serving on ws://{host}:{server.port}" + (' (api key required)' if api_key else ''), flush=True)
     try:
         server.thread.join()

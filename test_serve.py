@@ -426,6 +426,8 @@ def test_bad_requests_get_one_line_answers_and_the_server_goes_on(trained, serve
         (dict(good, **{'observation/state': np.array([np.inf, 0, 0])}), 'state values must be finite'),
         (dict(good, **{'observation/state': np.array([1e30, 0, 0])}), 'state values must be finite and of sensible size'),
         (dict(good, **{'observation/image': np.full((28, 28, 3), np.nan, np.float32)}), 'the image has non-finite values'),
+        (dict(good, **{'observation/image': np.full((28, 28, 3), 255.0)}),
+         'a float image must be in [0, 1], got values in [255, 255]: send uint8'),
         (dict(good, **{'observation/image': np.zeros((1, 5000, 3), np.uint8)}), 'image 1x5000 is far below'),
         (dict(good, **{'observation/image': np.zeros((1, 1, 3), np.uint8)}), 'send frames of at least 8 px a side'),
         (dict(good, prompt=12345), 'prompt: expected the task instruction as a string, got int 12345'),
@@ -448,6 +450,18 @@ def test_bad_requests_get_one_line_answers_and_the_server_goes_on(trained, serve
         assert np.array_equal(client.infer(good)['actions'], want), 'the server must go on serving'
     finally:
         client._ws.close()
+
+
+def test_a_prompt_too_long_for_the_model_is_cut_as_training_cuts_it_with_one_warning(trained, capsys):
+    policy = serve.Policy(trained[0], noise_seed=0)
+    obs = frame_obs(trained[1], 3)
+    long = dict(obs, prompt=obs['prompt'] + ' then' * 40)
+    ids, _ = policy._tokens(long)
+    assert len(ids) == policy.cfg.max_token_len == 24
+    policy.infer(long)
+    policy.infer(long)
+    err = capsys.readouterr().err
+    assert err.count("with the state is cut to the model's 24 slots") == 1, err
 
 
 def test_server_errors_keep_the_traceback_in_the_server_log(trained, capsys):
@@ -552,6 +566,8 @@ def test_bad_serving_options_are_one_line_errors(trained, tmp_path):
     with pytest.raises(ValueError, match="weights='ema': .* has no ema.safetensors"):
         serve.Policy(str(no_ema), weights='ema')
     assert serve.Policy(str(no_ema)).weights == 'model', "'auto' falls back to the trained weights"
+    with pytest.raises(ValueError, match="keys: 'imag' is not a name this checkpoint reads; the names are image, "):
+        serve.Policy(trained[0], keys={'imag': 'agentview'})
 
     def run(*args):
         proc = subprocess.run([sys.executable, os.path.join(ROOT, 'serve.py'), f'--ckpt={trained[0]}', '--device=cpu',
@@ -559,6 +575,8 @@ def test_bad_serving_options_are_one_line_errors(trained, tmp_path):
         assert proc.returncode != 0 and 'Traceback' not in proc.stderr, proc.stderr[-2000:]
         return proc.stderr.strip().splitlines()[-1]
     assert run('--keys=image').startswith("serve.py: keys='image': expected name=observation_key pairs")
+    assert run('--device=tpu') == "serve.py: device='tpu': expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'"
+    assert run('--port=99999') == 'serve.py: port=99999: expected 0..65535 (0: any free port)'
     with socket.socket() as taken:
         taken.bind(('127.0.0.1', 0))
         taken.listen()

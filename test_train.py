@@ -175,10 +175,15 @@ def test_choice_keys_refuse_unknown_values():
 def test_numeric_keys_out_of_range_are_named_before_anything_is_built():
     for key, bad in (('log_interval', 0), ('eval_iters', 0), ('keep_last', -1), ('ckpt_interval', -2),
                      ('micro_batch', 0), ('max_iters', True), ('action_horizon', 'abc'), ('max_token_len', 0),
-                     ('image_size', 0), ('val_fraction', 0.0), ('val_fraction', 1.0), ('patch', 0)):
+                     ('image_size', 0), ('val_fraction', 0.0), ('val_fraction', 1.0), ('patch', 0),
+                     ('prompt_bucket', -32), ('loss_dims', -2), ('loss_dims', 40), ('direction_dims', 33),
+                     ('sample_steps', 0), ('ema_decay', 2.0), ('beta1', 1.0), ('beta2', -0.1), ('grad_clip', -1.0),
+                     ('learning_rate', 0.0), ('learning_rate', float('nan')), ('eps', -1.0), ('weight_decay', -1.0),
+                     ('peak_tflops', -1.0), ('gpu_mem_gib', -8.0)):
         with pytest.raises(ValueError, match=f"^{key}={bad!r}: expected"):
             train.check_config(dict(train.default_config(), **{key: bad}))
-    for key, edge in (('keep_last', 0), ('ckpt_interval', -1), ('eval_interval', 0), ('action_horizon', 10)):
+    for key, edge in (('keep_last', 0), ('ckpt_interval', -1), ('eval_interval', 0), ('action_horizon', 10),
+                      ('loss_dims', 32), ('prompt_bucket', 0), ('grad_clip', 0.0), ('ema_decay', 0.0)):
         train.check_config(dict(train.default_config(), **{key: edge}))
 
 
@@ -612,6 +617,29 @@ def test_device_cuda_without_cuda_is_one_line(tiny_data, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "device='cuda', but this torch" in proc.stderr, proc.stderr[-2000:]
     assert 'Traceback' not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_device_names_are_checked():
+    assert M.resolve_device('cpu') == 'cpu' and M.resolve_device('auto') in ('cpu', 'cuda')
+    for bad in ('tpu', 'cuda:x', 'gpu'):
+        with pytest.raises(ValueError, match=f"^device='{bad}': expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'"):
+            M.resolve_device(bad)
+
+
+def test_resume_with_a_changed_shape_lora_or_new_ema_is_refused_before_the_model_is_built(uninterrupted, tiny_data,
+                                                                                          tmp_path):
+    """The run was trained with EMA, action horizon 5 and no LoRA: a resume that changes the model's shape or LoRA, or
+    asks for an EMA the run never kept, names what the checkpoint was trained with, before anything is built."""
+    _, ref = uninterrupted
+    run = tmp_path / 'run'
+    shutil.copytree(ref / 'ckpt_10', run / 'ckpt_10')
+    args = tiny_args(tiny_data, run, '--max_iters=12', '--init_from=resume')
+    msg = train_error(args + ['--action_horizon=4'])
+    assert f"{run / 'ckpt_10'} was trained with action_horizon=5: resume with --action_horizon=5" in msg, msg
+    assert "lora=False: resume with --lora=False" in train_error(args + ['--lora=True', '--ema=False'])
+    run_train(tiny_args(tiny_data, run, '--max_iters=11', '--init_from=resume', '--ema=False'))  # dropping EMA is fine
+    shutil.rmtree(run / 'ckpt_10')  # ckpt_11 was trained without EMA
+    assert 'ema=False: resume with --ema=False' in train_error(args)
 
 
 def test_fp8_off_cuda_is_refused_before_the_model_is_built(tiny_data, tmp_path):

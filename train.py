@@ -170,9 +170,22 @@ def check_config(conf):
         raise ValueError(f"max_skipped_steps={conf['max_skipped_steps']!r}: expected an int >= 0")
     for key, low in (('micro_batch', 1), ('grad_accum', 1), ('max_iters', 1), ('log_interval', 1), ('eval_iters', 1),
                      ('eval_interval', 0), ('keep_last', 0), ('timing_warmup', 0), ('warmup_iters', 0),
-                     ('synthetic_episodes', 0), ('ckpt_interval', -1)):
+                     ('synthetic_episodes', 0), ('ckpt_interval', -1), ('prompt_bucket', 0), ('loss_dims', 0),
+                     ('direction_dims', 0), ('ddp_bucket_mb', 0), ('sample_steps', 1)):
         if not isinstance(conf[key], int) or isinstance(conf[key], bool) or conf[key] < low:
             raise ValueError(f"{key}={conf[key]!r}: expected an int >= {low}")
+    for key in ('loss_dims', 'direction_dims'):
+        if conf[key] > base.action_dim:
+            raise ValueError(f"{key}={conf[key]}: expected 0..{base.action_dim} (the action dims of model_name="
+                             f"{conf['model_name']!r}; 0: {'all' if key == 'loss_dims' else 'from meta.json'})")
+    positive, nonneg, below_one = (lambda v: v > 0, '> 0'), (lambda v: v >= 0, '>= 0'), (lambda v: 0 <= v < 1, 'in [0, 1)')
+    for key, (ok, what) in (('learning_rate', positive), ('eps', positive), ('decay_lr', nonneg),
+                            ('weight_decay', nonneg), ('grad_clip', nonneg), ('peak_tflops', nonneg),
+                            ('gpu_mem_gib', nonneg), ('beta1', below_one), ('beta2', below_one),
+                            ('ema_decay', below_one)):
+        v = conf[key]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not ok(v):
+            raise ValueError(f"{key}={v!r}: expected a number {what}")
     if not isinstance(conf['val_fraction'], float) or not 0 < conf['val_fraction'] < 1:
         raise ValueError(f"val_fraction={conf['val_fraction']!r}: expected a share of the episodes in (0, 1)")
     try:
@@ -599,11 +612,11 @@ if __name__ == '__main__':
     rank, local_rank, world_size = ((int(os.environ['RANK']), int(os.environ['LOCAL_RANK']), int(os.environ['WORLD_SIZE']))
                                     if ddp else (0, 0, 1))
     master = rank == 0
-    dev = M.resolve_device(device)  # what this run uses
+    try:
+        dev = M.resolve_device(device)  # what this run uses
+    except ValueError as err:
+        raise SystemExit(f'train.py: {err}') from None
     cuda = dev.startswith('cuda')
-    if cuda and not torch.cuda.is_available():
-        raise SystemExit(f"train.py: device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: "
-                         f"use --device=cpu (or 'auto'), or install a CUDA build of torch")
     if fp8 and not cuda:
         raise SystemExit(f"train.py: fp8=True needs a CUDA GPU (float8 GEMMs, H100 or newer); this run is on {dev}: "
                          f"set fp8=False")
@@ -645,6 +658,13 @@ if __name__ == '__main__':
                              f"manifest.json); start with init_from='scratch' or a model.safetensors")
         state = torch.load(os.path.join(ckpt, 'state.pt'), map_location='cpu', weights_only=True)
         start_iter, best_val_loss = state['iter'], state['best_val_loss']
+        was = dict(_DEFAULTS, **state['config'])  # what the checkpoint was trained with
+        shape = ('model_name', 'action_horizon', 'max_token_len', 'image_size', 'vision_stem', 'patch')
+        fixed = ([k for k in shape if was[k] != config[k]] if model_config(was) != cfg else []) + \
+            [k for k in ('lora', 'ema') if was[k] != config[k] and (k == 'lora' or config[k])]
+        if fixed:
+            raise SystemExit(f"train.py: {ckpt} was trained with {', '.join(f'{k}={was[k]!r}' for k in fixed)}: resume "
+                             f"with {' '.join(f'--{k}={was[k]!r}' for k in fixed)}, or train in another out_dir")
         fitted = ('micro_batch', 'grad_accum', 'recompute') if fit else ()  # the fit below chooses them again
         changed = {k: (state['config'].get(k), v) for k, v in config.items()
                    if state['config'].get(k) != v and k not in fitted}
