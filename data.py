@@ -98,7 +98,10 @@ def load_tokenizer(path):
         import sentencepiece
     except ImportError:
         raise ImportError("tokenizing prompts needs sentencepiece: pip install sentencepiece") from None
-    return sentencepiece.SentencePieceProcessor(model_file=str(path))
+    try:
+        return sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except (OSError, RuntimeError) as err:
+        raise DataError(f"{path}: not a readable SentencePiece model ({str(err).splitlines()[0][:120]})") from None
 
 # -----------------------------------------------------------------------------
 # normalization (openpi src/openpi/transforms.py Normalize/Unnormalize with use_quantiles=True)

@@ -303,14 +303,27 @@ if __name__ == '__main__':
         raise SystemExit('eval.py: pass --ckpt=<checkpoint or run directory> (served here) or --server=host:port')
     if env not in ('synthetic', 'metaworld', 'libero'):
         raise SystemExit(f"eval.py: env={env!r}: expected 'synthetic', 'metaworld' or 'libero'")
+    if env == 'libero':
+        try:
+            import libero  # noqa: F401  (run_libero imports what it uses)
+        except ImportError:
+            raise SystemExit("eval.py: env='libero' needs LIBERO and MuJoCo in this Python (pip install hf-libero), "
+                             "run where LIBERO's assets are") from None
     if env == 'metaworld':
         try:
             task_names = sim.metaworld_tasks(tasks)
         except ValueError as err:
             raise SystemExit(f'eval.py: {err}')
-    if trials < 0 or workers < 1:
-        raise SystemExit(f'eval.py: trials={trials}, workers={workers}: expected trials >= 0 (0: the benchmark\'s '
-                         f'protocol) and workers >= 1')
+    for key, low, note in (('episodes', 1, ''), ('trials', 0, " (0: the benchmark's protocol)"), ('workers', 1, ''),
+                           ('replan', 1, ''), ('delay', 0, ''), ('max_steps', 0, ' (0: the env\'s default)'),
+                           ('image_size', 0, " (0: the policy's own)"), ('strip', 0, '')):
+        if globals()[key] < low:
+            raise SystemExit(f'eval.py: {key}={globals()[key]}: expected an int >= {low}{note}')
+    if objects not in (0, 1, 2, 3):
+        raise SystemExit(f"eval.py: objects={objects}: expected 1, 2 or 3 (0: as the checkpoint's training data)")
+    if server and (ckpt or weights != 'auto' or noise_seed != 0 or noise_scale != 1 or device != 'auto'):
+        raise SystemExit('eval.py: --ckpt, --weights, --noise_seed, --noise_scale and --device choose the policy served '
+                         'here; with --server= the running serve.py decides them (set them there)')
     if delay and env != 'synthetic' or rtc and env == 'libero':
         raise SystemExit('eval.py: --delay simulates inference delay on the synthetic task only, and --rtc runs on the '
                          'synthetic task and Meta-World')

@@ -404,6 +404,14 @@ def main(argv):
     p.add_argument("--workers", type=int, default=os.cpu_count())
     p.add_argument("--stats", default=None, help="use this stats.json / openpi norm_stats.json instead of computing")
     args = p.parse_args(argv)
+    for flag in ("max_token_len", "image_size", "workers"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            p.error(f"--{flag}={getattr(args, flag)}: expected a positive int")
+    if args.tokenizer not in (None, "words") and not os.path.isfile(args.tokenizer):
+        p.error(f"--tokenizer={args.tokenizer}: no such file; pass the PaliGemma SentencePiece model (tokenizer.model) "
+                f"or 'words'")
+    if args.stats is not None and not os.path.isfile(args.stats):
+        p.error(f"--stats={args.stats}: no such file (a stats.json or openpi norm_stats.json)")
     split = lambda v: None if v is None else [] if v == "none" else v.split(",")
     feats = dict(cameras=split(args.cameras), state_key=args.state_key, action_key=args.action_key, wrist=split(args.wrist))
     t0 = time.time()

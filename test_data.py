@@ -325,6 +325,22 @@ def test_lerobot_convention_prepares_with_default_flags(tmp_path, spm_path, kind
         err = np.abs(got - want).mean(axis=(1, 2, 3))
         assert err.max() < (4 if kind == "video" else 1e-9), f"camera {c}: per-frame error {err.round(2)}"
 
+def test_prepare_flags_are_checked_before_any_frame_is_read(tmp_path, spm_path, capsys):
+    src = tmp_path / "src"
+    write_lerobot(str(src), [3], [0], version="v3.0", kind="image", **LEROBOT_KEYS)
+    junk = tmp_path / "junk.model"
+    junk.write_bytes(b"not a model")
+    common = [f"--src={src}", f"--out={tmp_path / 'out'}"]
+    for args, want in (([f"--tokenizer={tmp_path / 'none.model'}"], "--tokenizer=" + str(tmp_path / "none.model") + ": no such file"),
+                       ([f"--tokenizer={spm_path}", f"--stats={tmp_path / 'none.json'}"], ": no such file (a stats.json"),
+                       ([f"--tokenizer={spm_path}", "--image_size=0"], "--image_size=0: expected a positive int")):
+        with pytest.raises(SystemExit):
+            prepare.main(common + args)
+        assert want in capsys.readouterr().err
+    with pytest.raises(SystemExit, match=f"prepare.py: {junk}: not a readable SentencePiece model"):
+        prepare.main(common + [f"--tokenizer={junk}"])
+    assert not (tmp_path / "out").exists()
+
 def test_feature_selection_names_the_flag_when_ambiguous_or_missing():
     cam = {"dtype": "video", "shape": [8, 8, 3]}
     vec = {"dtype": "float32", "shape": [7]}

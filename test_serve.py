@@ -7,6 +7,7 @@ Servers bind 127.0.0.1 on a free port and every test stops what it starts.
 
     python -m pytest -q test_serve.py
 """
+import importlib.util
 import os
 import runpy
 import shutil
@@ -273,6 +274,25 @@ def test_eval_script_end_to_end_writes_csv_and_plot_and_repeats_exactly(trained,
     assert rows[0] == 'episode,task,success,steps,distance,seam_jump,inner_jump' and len(rows) == 4, rows
     assert (tmp_path / 'a' / 'episodes.png').stat().st_size > 1000
     assert (tmp_path / 'b' / 'episodes.csv').read_text().splitlines() == rows, 'evaluation must repeat exactly'
+
+
+def test_bad_eval_arguments_are_one_line_errors_before_any_policy_is_loaded(trained):
+    has_libero = importlib.util.find_spec('libero') is not None
+    argv = sys.argv
+    try:
+        for args, want in ((['--episodes=0'], 'episodes=0: expected an int >= 1'),
+                           (['--max_steps=-1'], "max_steps=-1: expected an int >= 0 (0: the env's default)"),
+                           (['--image_size=-5'], 'image_size=-5: expected an int >= 0'),
+                           (['--objects=7'], 'objects=7: expected 1, 2 or 3'),
+                           (['--server=127.0.0.1:1', '--noise_scale=0'], 'with --server= the running serve.py decides'),
+                           (['--device=tpu'], "device='tpu': expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'"),
+                           *([(['--env=libero'], "env='libero' needs LIBERO")] if not has_libero else [])):
+            sys.argv = ['eval.py', f'--ckpt={trained[0]}', *args]
+            with pytest.raises(SystemExit) as e:
+                runpy.run_path(os.path.join(ROOT, 'eval.py'), run_name='__main__')
+            assert str(e.value).startswith('eval.py: ') and want in str(e.value), (args, str(e.value))
+    finally:
+        sys.argv = argv
 
 
 def test_graphed_sampler_refuses_an_unknown_denoising_attention_when_built():

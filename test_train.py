@@ -179,7 +179,7 @@ def test_numeric_keys_out_of_range_are_named_before_anything_is_built():
                      ('prompt_bucket', -32), ('loss_dims', -2), ('loss_dims', 40), ('direction_dims', 33),
                      ('sample_steps', 0), ('ema_decay', 2.0), ('beta1', 1.0), ('beta2', -0.1), ('grad_clip', -1.0),
                      ('learning_rate', 0.0), ('learning_rate', float('nan')), ('eps', -1.0), ('weight_decay', -1.0),
-                     ('peak_tflops', -1.0), ('gpu_mem_gib', -8.0)):
+                     ('peak_tflops', -1.0), ('gpu_mem_gib', -8.0), ('synthetic_objects', 7)):
         with pytest.raises(ValueError, match=f"^{key}={bad!r}: expected"):
             train.check_config(dict(train.default_config(), **{key: bad}))
     for key, edge in (('keep_last', 0), ('ckpt_interval', -1), ('eval_interval', 0), ('action_horizon', 10),

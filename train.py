@@ -164,6 +164,8 @@ def check_config(conf):
     if conf['flow_draws'] > 1 and (conf['fp8'] or conf['fit']):
         raise ValueError(f"flow_draws={conf['flow_draws']} runs without fp8 and fit for now (fp8's token alignment "
                          "and fit's memory account count one draw): set flow_draws=1 or fp8=False, fit=False")
+    if conf['synthetic_objects'] not in (1, 2, 3):
+        raise ValueError(f"synthetic_objects={conf['synthetic_objects']!r}: expected 1, 2 or 3")
     if not isinstance(conf['camera_dropout'], (int, float)) or not 0 <= conf['camera_dropout'] < 1:
         raise ValueError(f"camera_dropout={conf['camera_dropout']!r}: expected a probability in [0, 1)")
     if not isinstance(conf['max_skipped_steps'], int) or conf['max_skipped_steps'] < 0:
