@@ -711,6 +711,11 @@ if __name__ == '__main__':
         raise SystemExit(f"bench.py: unknown rows {unknown}: --rows (or 'ladder') and --profile take {sorted(named)}")
     if model_name not in M.configs:
         raise SystemExit(f'bench.py: unknown --model_name={model_name!r}: one of {sorted(M.configs)}')
+    if compare not in ('', 'fp8', 'fp32'):
+        raise SystemExit(f"bench.py: compare={compare!r}: expected 'fp8' or 'fp32' (loss curves beside the default row)")
+    for key, low in (('steps', 1), ('warmup', 0), ('compare_steps', 1), ('batch_size', 1)):
+        if globals()[key] < low:
+            raise SystemExit(f'bench.py: {key}={globals()[key]}: expected an int >= {low}')
     if fit and device != 'cuda':
         raise SystemExit('bench.py: --fit=True runs each setting on a CUDA GPU capped to each size; this machine has none')
     if compare:

@@ -170,6 +170,9 @@ def read_policy(ckpt_dir):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found: --ckpt takes a checkpoint directory written by train.py "
                                 f"(out_dir/ckpt_<iter>) or the run directory out_dir")
-    with open(path) as f:
-        info = json.load(f)
+    try:
+        with open(path) as f:
+            info = json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); copy the checkpoint again") from None
     return info, data.load_stats(os.path.join(ckpt_dir, 'norm_stats.json')), tokenizer_of(ckpt_dir, info['tokenizer'])

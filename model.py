@@ -1234,7 +1234,7 @@ def load_pretrained(model, path, check_only=False):
         raise
     except Exception as err:  # truncated or garbled file: safetensors says what, we say where
         raise CheckpointError(f"{path}: not a readable safetensors file ({type(err).__name__}: {err}); "
-                              f"copy it again or point init_from at another checkpoint") from None
+                              f"copy it again or use another checkpoint") from None
     return model
 
 

@@ -9,6 +9,8 @@ GPU-only checks (inductor + real fp8 kernels) are in TestCuda and skip without C
 """
 import copy
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -18,7 +20,8 @@ import data
 import fp8
 import model as modeling
 
-CONVERTED_LIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fp8_converted_pi05.txt')
+ROOT = os.path.dirname(os.path.abspath(__file__))
+CONVERTED_LIST = os.path.join(ROOT, 'fp8_converted_pi05.txt')
 
 
 def read_list(path):
@@ -309,3 +312,11 @@ class TestCuda:
         scaled = [e.name for e in prof.events() if 'scaled_mm' in e.name]
         assert scaled, 'no _scaled_mm in the compiled fp8 step'
         assert abs(l1 - l0) / l0 < 1e-2, f'fp8 {l1.item()} vs bf16 {l0.item()}'
+
+
+def test_bench_refuses_an_unknown_comparison_or_no_steps_in_one_line(tmp_path):
+    for arg, want in (('--compare=fp16', "bench.py: compare='fp16': expected 'fp8' or 'fp32' (loss curves beside the default row)"),
+                      ('--steps=0', 'bench.py: steps=0: expected an int >= 1')):
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, 'bench.py'), arg, f'--out_dir={tmp_path}'],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0 and proc.stderr.strip().splitlines()[-1] == want, proc.stderr[-1500:]
