@@ -35,6 +35,7 @@ def _configure(argv, g):
     if '--help' in argv or '-h' in argv:
         _help(g)
         raise SystemExit(0)
+    from_flags = set()  # keys set by --key=value so far (a config file after them overrides them: warned)
     known = {k for k, v in g.items() if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))}
 
     def check(key, value, where):
@@ -66,6 +67,9 @@ def _configure(argv, g):
                 if key.startswith('_') or not isinstance(value, (bool, int, float, str, type(None))):
                     continue
                 if key not in g or value is not g[key]:
+                    if key in from_flags and value != g[key]:
+                        print(f"warning: {arg} sets {key}={value!r} over the earlier --{key}={g[key]!r} (arguments "
+                              f"apply left to right: put --{key}= after the file)", file=_sys.stderr)
                     g[key] = check(key, value, arg)
             continue
         key, eq, raw = arg[2:].partition('=')
@@ -80,6 +84,7 @@ def _configure(argv, g):
         if isinstance(g.get(key), str) and not isinstance(value, str):  # --out_dir=2024 stays a string
             value = raw
         g[key] = check(key, value, arg)
+        from_flags.add(key)
 
 
 _configure(_sys.argv[1:], globals())

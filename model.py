@@ -1207,12 +1207,10 @@ def _file_names(f, ours, path):
     unexpected = sorted(set(names) - set(wanted))
     misshaped = sorted(f'{k}: file {shape(k)} vs model {tuple(ours[wanted[k]].shape)}'
                        for k in set(names) & set(wanted) if shape(k) != tuple(ours[wanted[k]].shape))
-    if missing or unexpected or misshaped:
-        lines = [f'cannot load {path}:']
-        for what, keys in (('missing', missing), ('unexpected', unexpected), ('misshaped', misshaped)):
-            if keys:
-                lines.append(f'  {len(keys)} {what}: ' + ', '.join(keys[:20]) + (' ...' if len(keys) > 20 else ''))
-        raise CheckpointError('\n'.join(lines))
+    if missing or unexpected or misshaped:  # one line: the counts and the first few names of each
+        raise CheckpointError(f'cannot load {path}: ' + '; '.join(
+            f'{len(keys)} {what}: ' + ', '.join(keys[:3]) + (', ...' if len(keys) > 3 else '')
+            for what, keys in (('missing', missing), ('unexpected', unexpected), ('misshaped', misshaped)) if keys))
     return {wanted[k]: name for k, name in names.items()}
 
 

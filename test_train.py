@@ -125,6 +125,15 @@ def test_configurator_unknown_key_is_named(tmp_path):
     assert (g['max_iters'], g['learning_rate']) == (12, 3.0), (g['max_iters'], g['learning_rate'])
 
 
+def test_a_config_file_after_a_flag_wins_with_a_warning(tmp_path, capsys):
+    cfg = tmp_path / 'x.py'
+    cfg.write_text("max_iters = 10\nattn = 'flex'\n")
+    g = configure(['--max_iters=2', '--attn=flex', str(cfg)], DEFAULTS)
+    assert g['max_iters'] == 10, 'arguments apply left to right'
+    err = capsys.readouterr().err
+    assert f"warning: {cfg} sets max_iters=10 over the earlier --max_iters=2" in err and 'attn' not in err, err
+
+
 def test_model_config_is_the_one_source_of_shapes():
     g = configure(['--model_name=tiny'], train.default_config())
     cfg = train.model_config({k: g[k] for k in train.default_config()})
@@ -608,6 +617,10 @@ def test_broken_init_from_file_is_named(uninterrupted, tiny_data, tmp_path):
     assert str(bad / 'model.safetensors') in msg and 'not a readable safetensors file' in msg, msg
     msg = train_error(tiny_args(tiny_data, tmp_path / 'out', '--max_iters=1', f'--init_from={tmp_path / "none"}'))
     assert 'no checkpoint at' in msg and 'none' in msg, msg
+    msg = train_error(tiny_args(tiny_data, tmp_path / 'out', '--max_iters=1', f'--init_from={ref / "ckpt_10"}',
+                                '--model_name=small'))  # the tiny model's weights into another model
+    assert msg.startswith(f"train.py: cannot load {ref / 'ckpt_10' / 'model.safetensors'}: ") and '\n' not in msg, msg
+    assert msg.endswith("; its policy.json says model_name='tiny': pass --model_name=tiny") and len(msg) < 1500, msg
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='needs a machine without CUDA')

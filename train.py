@@ -17,6 +17,7 @@ parameters come from one generator seeded by (seed, step) and are sliced by each
 batch, so a 2-process run equals a 1-process run with the same global batch and a resumed run an uninterrupted one.
 """
 import csv
+import json
 import math
 import os
 import resource
@@ -649,7 +650,12 @@ if __name__ == '__main__':
         try:
             M.check_pretrained(cfg, init_from)
         except M.CheckpointError as err:
-            raise SystemExit(f'train.py: {err}')
+            hint, info = '', os.path.join(init_from if os.path.isdir(init_from) else os.path.dirname(init_from), 'policy.json')
+            if os.path.exists(info):  # a checkpoint of train.py's: its policy.json says which model it holds
+                with open(info) as f:
+                    was = json.load(f).get('model_name')
+                hint = f'; its policy.json says model_name={was!r}: pass --model_name={was}' if was != model_name else ''
+            raise SystemExit(f'train.py: {err}{hint}')
 
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
