@@ -1364,7 +1364,7 @@ class TestGPU:
         err = ((got - ref).norm() / ref.norm()).item()
         assert 0 < err < 2e-2, f'grouped vs sdpa prefix attention, compiled: relative error {err:.2e}'
         import serve  # served: the sampler's graph replays the grouped prefix attention, not the layers' sdpa
-        kw = dict(compile=False, fuse=False, pdl=False)  # the same kernels replayed, bit for bit. In session 26 the
+        kw = dict(compile=False, fuse=False, pdl=False)  # the same kernels replayed, bit for bit. On 2026-12-06 the
         # second of these, then built with PDL (the default on Hopper), gave other last bits; why is not known yet
         # (dynamo does not recompile for inductor's config alone), so pdl=False here and the default checked below
         assert torch.equal(serve.GraphedSampler(m, prefix_attn='grouped', **kw)(b, x0).float(), got)

@@ -12,6 +12,7 @@
 # instead of 15-20 (i1_*, i2_*, c4_*).
 # bf16 at lr 2e-3 hit a non-finite gradient at 1975.
 out_dir = 'out/demo_gpu'
+device = 'cuda'            # a GPU config: a CPU-only machine is told so at once (--device=cpu runs it anyway, slowly)
 data_dir = 'data_cache/synthetic3_64_16000'
 synthetic_episodes = 16000
 synthetic_objects = 3
