@@ -101,7 +101,7 @@ def load_tokenizer(path):
     try:
         return sentencepiece.SentencePieceProcessor(model_file=str(path))
     except (OSError, RuntimeError) as err:
-        raise DataError(f"{path}: not a readable SentencePiece model ({str(err).splitlines()[0][:120]})") from None
+        raise DataError(f"{path}: not a readable SentencePiece model ({str(err).partition(chr(10))[0][:120]})") from None
 
 # -----------------------------------------------------------------------------
 # normalization (openpi src/openpi/transforms.py Normalize/Unnormalize with use_quantiles=True)

@@ -1245,9 +1245,10 @@ def check_pretrained(cfg, path):
 def resolve_device(device):
     """'auto' -> 'cuda' when a CUDA GPU is visible, else 'cpu'; 'cpu', 'cuda' and 'cuda:<index>' as given, once
     checked (a ValueError that names the fix otherwise)."""
+    device = str(device)
     if device == 'auto':
         return 'cuda' if torch.cuda.is_available() else 'cpu'
-    if not (device in ('cpu', 'cuda') or str(device).startswith('cuda:') and str(device)[5:].isdigit()):
+    if not (device in ('cpu', 'cuda') or device.startswith('cuda:') and device[5:].isdigit()):
         raise ValueError(f"device={device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'")
     if device != 'cpu' and not torch.cuda.is_available():
         raise ValueError(f"device={device!r}, but this torch ({torch.__version__}) sees no CUDA GPU: use "

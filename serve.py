@@ -237,8 +237,8 @@ class Policy:
         self.keys.update(state='observation/state', prompt='prompt')
         unknown = sorted(set(keys or {}) - set(self.keys))
         if unknown:
-            raise ValueError(f"keys: {', '.join(map(repr, unknown))} is not a name this checkpoint reads; the names "
-                             f"are {', '.join(self.keys)} (e.g. --keys=state=observation/joint_position)")
+            raise ValueError(f"keys: this checkpoint reads no {' or '.join(map(repr, unknown))}; its names are "
+                             f"{', '.join(self.keys)} (e.g. --keys=state=observation/joint_position)")
         self.keys.update(keys or {})
         if not (np.isfinite(noise_scale) and noise_scale >= 0):
             raise ValueError(f'noise_scale={noise_scale}: expected a finite number >= 0 (1: the noise sample_actions '
@@ -310,8 +310,8 @@ class Policy:
             st = self.stats['state']
             state = data.normalize(s, st['q01'], st['q99'])
         ids = data.encode_prompt(self.tokenizer, prompt, state)
-        if len(ids) > self.cfg.max_token_len and prompt not in self.cut_prompts:  # cut as prepare.py cut training's
-            self.cut_prompts.add(prompt)
+        if len(ids) > self.cfg.max_token_len and prompt not in self.cut_prompts and len(self.cut_prompts) < 100:
+            self.cut_prompts.add(prompt)  # cut below, as prepare.py cut training's; the first 100 such prompts warned
             print(f"warning: a prompt of {len(ids)} tokens{' with the state' if state is not None else ''} is cut to "
                   f"the model's {self.cfg.max_token_len} slots: {_short(repr(prompt), 80)}", file=sys.stderr, flush=True)
         ids = ids[:self.cfg.max_token_len]

@@ -280,14 +280,16 @@ def test_bad_eval_arguments_are_one_line_errors_before_any_policy_is_loaded(trai
     has_libero = importlib.util.find_spec('libero') is not None
     argv = sys.argv
     try:
-        for args, want in ((['--episodes=0'], 'episodes=0: expected an int >= 1'),
-                           (['--max_steps=-1'], "max_steps=-1: expected an int >= 0 (0: the env's default)"),
-                           (['--image_size=-5'], 'image_size=-5: expected an int >= 0'),
-                           (['--objects=7'], 'objects=7: expected 1, 2 or 3'),
-                           (['--server=127.0.0.1:1', '--noise_scale=0'], 'with --server= the running serve.py decides'),
-                           (['--device=tpu'], "device='tpu': expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'"),
-                           *([(['--env=libero'], "env='libero' needs LIBERO")] if not has_libero else [])):
-            sys.argv = ['eval.py', f'--ckpt={trained[0]}', *args]
+        ckpt = f'--ckpt={trained[0]}'
+        for args, want in (([ckpt, '--episodes=0'], 'episodes=0: expected an int >= 1'),
+                           ([ckpt, '--max_steps=-1'], "max_steps=-1: expected an int >= 0 (0: the env's default)"),
+                           ([ckpt, '--image_size=-5'], 'image_size=-5: expected an int >= 0'),
+                           ([ckpt, '--objects=7'], 'objects=7: expected 1, 2 or 3'),
+                           *(([f'--server=127.0.0.1:1', option], 'with --server= the running serve.py decides')
+                             for option in (ckpt, '--noise_scale=0', '--noise_seed=3', '--weights=ema', '--device=cpu')),
+                           ([ckpt, '--device=tpu'], "device='tpu': expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'"),
+                           *([([ckpt, '--env=libero'], "env='libero' needs LIBERO")] if not has_libero else [])):
+            sys.argv = ['eval.py', *args]
             with pytest.raises(SystemExit) as e:
                 runpy.run_path(os.path.join(ROOT, 'eval.py'), run_name='__main__')
             assert str(e.value).startswith('eval.py: ') and want in str(e.value), (args, str(e.value))
@@ -586,7 +588,7 @@ def test_bad_serving_options_are_one_line_errors(trained, tmp_path):
     with pytest.raises(ValueError, match="weights='ema': .* has no ema.safetensors"):
         serve.Policy(str(no_ema), weights='ema')
     assert serve.Policy(str(no_ema)).weights == 'model', "'auto' falls back to the trained weights"
-    with pytest.raises(ValueError, match="keys: 'imag' is not a name this checkpoint reads; the names are image, "):
+    with pytest.raises(ValueError, match="keys: this checkpoint reads no 'imag'; its names are image, wrist_image, "):
         serve.Policy(trained[0], keys={'imag': 'agentview'})
 
     def run(*args):

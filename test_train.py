@@ -373,10 +373,15 @@ def test_int_keys_take_only_ints():
 
 
 def test_lora_run_resumes_exactly(tiny_data, tmp_path):
-    common = ['--lora=True', '--ema=False', '--ckpt_interval=3', '--eval_interval=0', '--micro_batch=4']
+    """A LoRA run from trained base weights, stopped and resumed twice, ends where the uninterrupted run does: each
+    resume rebuilds the same frozen base (the second one from what the first resume's checkpoint carries)."""
+    run_train(tiny_args(tiny_data, tmp_path / 'base', '--max_iters=2', '--ema=False', '--eval_interval=0'))
+    common = ['--lora=True', '--ema=False', '--ckpt_interval=2', '--eval_interval=0', '--micro_batch=4',
+              f"--init_from={tmp_path / 'base' / 'ckpt_2'}"]
     run_train(tiny_args(tiny_data, tmp_path / 'ref', '--max_iters=6', *common))
-    run_train(tiny_args(tiny_data, tmp_path / 'cut', '--max_iters=3', *common))
-    run_train(tiny_args(tiny_data, tmp_path / 'cut', '--max_iters=6', '--init_from=resume', *common))
+    for n in (2, 4, 6):
+        run_train(tiny_args(tiny_data, tmp_path / 'cut', f'--max_iters={n}', *common[:-1],
+                            *(['--init_from=resume'] if n > 2 else common[-1:])))
     for name in ('adapters.safetensors', 'model.safetensors'):
         a, b = load_file(str(tmp_path / 'ref' / 'ckpt_6' / name)), load_file(str(tmp_path / 'cut' / 'ckpt_6' / name))
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), f'{name} differs after resume'
@@ -632,27 +637,38 @@ def test_device_cuda_without_cuda_is_one_line(tiny_data, tmp_path):
     assert 'Traceback' not in proc.stderr, proc.stderr[-2000:]
 
 
-def test_device_names_are_checked():
-    assert M.resolve_device('cpu') == 'cpu' and M.resolve_device('auto') in ('cpu', 'cuda')
+def test_device_names_are_checked(monkeypatch):
+    assert M.resolve_device('cpu') == M.resolve_device(torch.device('cpu')) == 'cpu'
+    assert M.resolve_device('auto') in ('cpu', 'cuda')
     for bad in ('tpu', 'cuda:x', 'gpu'):
         with pytest.raises(ValueError, match=f"^device='{bad}': expected 'auto', 'cpu', 'cuda' or 'cuda:<index>'"):
             M.resolve_device(bad)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    with pytest.raises(ValueError, match="^device='cuda:0', but this torch .* sees no CUDA GPU: use --device=cpu"):
+        M.resolve_device('cuda:0')
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    assert [M.resolve_device(d) for d in ('auto', 'cuda', 'cuda:1')] == ['cuda', 'cuda', 'cuda:1']
 
 
-def test_resume_with_a_changed_shape_lora_or_new_ema_is_refused_before_the_model_is_built(uninterrupted, tiny_data,
-                                                                                          tmp_path):
-    """The run was trained with EMA, action horizon 5 and no LoRA: a resume that changes the model's shape or LoRA, or
-    asks for an EMA the run never kept, names what the checkpoint was trained with, before anything is built."""
+def test_resume_into_other_shapes_lora_or_a_new_ema_is_refused_before_the_model_is_built(uninterrupted, tiny_data,
+                                                                                        tmp_path):
+    """The run was trained with EMA and no LoRA: a resume whose weights do not fit the model the config asks for,
+    that changes LoRA, or asks for an EMA the run never kept, says why before anything is built; one that changes
+    only what the weights' shapes do not depend on (the action horizon) goes on."""
     _, ref = uninterrupted
     run = tmp_path / 'run'
     shutil.copytree(ref / 'ckpt_10', run / 'ckpt_10')
     args = tiny_args(tiny_data, run, '--max_iters=12', '--init_from=resume')
-    msg = train_error(args + ['--action_horizon=4'])
-    assert f"{run / 'ckpt_10'} was trained with action_horizon=5: resume with --action_horizon=5" in msg, msg
-    assert "lora=False: resume with --lora=False" in train_error(args + ['--lora=True', '--ema=False'])
+    msg = train_error(args + ['--model_name=small'])  # another model's shapes
+    assert msg.startswith(f"train.py: cannot load {run / 'ckpt_10' / 'model.safetensors'}: "), msg
+    assert msg.endswith("its policy.json says model_name='tiny': pass --model_name=tiny"), msg
+    msg = train_error(args + ['--lora=True', '--ema=False'])
+    assert f"{run / 'ckpt_10'} was trained with lora=False: resume with --lora=False, or start a new run" in msg, msg
     run_train(tiny_args(tiny_data, run, '--max_iters=11', '--init_from=resume', '--ema=False'))  # dropping EMA is fine
     shutil.rmtree(run / 'ckpt_10')  # ckpt_11 was trained without EMA
-    assert 'ema=False: resume with --ema=False' in train_error(args)
+    assert 'was trained with ema=False: resume with --ema=False' in train_error(args)
+    run_train(tiny_args(tiny_data, run, '--max_iters=12', '--init_from=resume', '--ema=False',
+                        '--action_horizon=4'))  # the weights' shapes do not depend on the action horizon
 
 
 def test_fp8_off_cuda_is_refused_before_the_model_is_built(tiny_data, tmp_path):

@@ -202,6 +202,18 @@ def check_config(conf):
                          'set ema=False and fp8=False')
 
 
+def weights_error(err, path, model_name):
+    """train.py's line for a weights file that does not fit the model, naming the model_name of the checkpoint's
+    policy.json (train.py writes one beside its weights) when that differs from the config's."""
+    try:
+        with open(os.path.join(path if os.path.isdir(path) else os.path.dirname(path), 'policy.json')) as f:
+            was = json.load(f).get('model_name')
+    except (OSError, ValueError, AttributeError):  # none there, or not one of train.py's
+        was = None
+    hint = f'; its policy.json says model_name={was!r}: pass --model_name={was}' if isinstance(was, str) and was != model_name else ''
+    return f'train.py: {err}{hint}'
+
+
 def model_config(conf, **overrides):
     """model.configs[model_name] with the fields the config sets explicitly (action_horizon, max_token_len,
     image_size, vision_stem, patch)."""
@@ -650,12 +662,7 @@ if __name__ == '__main__':
         try:
             M.check_pretrained(cfg, init_from)
         except M.CheckpointError as err:
-            hint, info = '', os.path.join(init_from if os.path.isdir(init_from) else os.path.dirname(init_from), 'policy.json')
-            if os.path.exists(info):  # a checkpoint of train.py's: its policy.json says which model it holds
-                with open(info) as f:
-                    was = json.load(f).get('model_name')
-                hint = f'; its policy.json says model_name={was!r}: pass --model_name={was}' if was != model_name else ''
-            raise SystemExit(f'train.py: {err}{hint}')
+            raise SystemExit(weights_error(err, init_from, model_name))
 
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
@@ -667,12 +674,15 @@ if __name__ == '__main__':
         state = torch.load(os.path.join(ckpt, 'state.pt'), map_location='cpu', weights_only=True)
         start_iter, best_val_loss = state['iter'], state['best_val_loss']
         was = dict(_DEFAULTS, **state['config'])  # what the checkpoint was trained with
-        shape = ('model_name', 'action_horizon', 'max_token_len', 'image_size', 'vision_stem', 'patch')
-        fixed = ([k for k in shape if was[k] != config[k]] if model_config(was) != cfg else []) + \
-            [k for k in ('lora', 'ema') if was[k] != config[k] and (k == 'lora' or config[k])]
-        if fixed:
-            raise SystemExit(f"train.py: {ckpt} was trained with {', '.join(f'{k}={was[k]!r}' for k in fixed)}: resume "
-                             f"with {' '.join(f'--{k}={was[k]!r}' for k in fixed)}, or train in another out_dir")
+        for key in ('lora', 'ema'):  # a different LoRA setting, or an EMA the run never kept, cannot resume it
+            if was[key] != config[key] and (key == 'lora' or config[key]):
+                raise SystemExit(f"train.py: {ckpt} was trained with {key}={was[key]}: resume with --{key}={was[key]}, "
+                                 f"or start a new run from its weights (--init_from={ckpt} --out_dir=<another>)")
+        if not lora:  # the weights' names and shapes against the model the config asks for, before it is built
+            try:
+                M.check_pretrained(cfg, ckpt)
+            except M.CheckpointError as err:
+                raise SystemExit(weights_error(err, ckpt, model_name))
         fitted = ('micro_batch', 'grad_accum', 'recompute') if fit else ()  # the fit below chooses them again
         changed = {k: (state['config'].get(k), v) for k, v in config.items()
                    if state['config'].get(k) != v and k not in fitted}
@@ -717,10 +727,14 @@ if __name__ == '__main__':
         f"{loader.meta['cameras']} (wrist {loader.wrist}), prompt '{prompt_format}'", log_path, master)
 
     # model: build or load -> fp8 -> recompute -> per-layer compile -> DDP; optimizer; EMA
+    # LoRA: the frozen base weights the run started from, carried from checkpoint to checkpoint
+    lora_base = (state.get('lora_base', state['config']['init_from']) if state else init_from) if lora else None
+    if lora_base == 'resume':  # a checkpoint of a resumed LoRA run from before lora_base was saved
+        raise SystemExit(f"train.py: {ckpt} does not say which base weights its LoRA run started from: start a new "
+                         f"LoRA run with --init_from=<those base weights>")
     try:
         if lora and ckpt:  # the base the run started from, then its adapters and trained weights
-            base = state['config']['init_from']
-            raw_model = build_model(config, dev, weights=None if base in ('scratch', 'resume') else base)
+            raw_model = build_model(config, dev, weights=None if lora_base == 'scratch' else lora_base)
             M.load_lora(raw_model, os.path.join(ckpt, 'adapters.safetensors'))
         else:
             raw_model = build_model(config, dev, weights=ckpt)
@@ -798,7 +812,7 @@ if __name__ == '__main__':
             if master:
                 saved = {'iter': it, 'optimizer': optim_state, 'config': dict(config),
                          'resolved': {'device': dev, 'peak_tflops': peak, 'world_size': world_size},
-                         'loader': loader.state_dict(), 'best_val_loss': best_val_loss,
+                         'loader': loader.state_dict(), 'best_val_loss': best_val_loss, 'lora_base': lora_base,
                          'rng': {'torch': torch.get_rng_state(), 'cuda': torch.cuda.get_rng_state() if cuda else None},
                          'torch_version': str(torch.__version__)}
                 path = checkpoint.save_checkpoint(out_dir, it, raw_model, ema_model.model if ema_model else None, saved, keep_last,
