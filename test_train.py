@@ -626,6 +626,7 @@ def test_broken_init_from_file_is_named(uninterrupted, tiny_data, tmp_path):
                                 '--model_name=small'))  # the tiny model's weights into another model
     assert msg.startswith(f"train.py: cannot load {ref / 'ckpt_10' / 'model.safetensors'}: ") and '\n' not in msg, msg
     assert msg.endswith("; its policy.json says model_name='tiny': pass --model_name=tiny") and len(msg) < 1500, msg
+    assert not (tmp_path / 'out').exists(), 'refused before the run wrote anything'
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='needs a machine without CUDA')

@@ -647,6 +647,12 @@ if __name__ == '__main__':
             torch.cuda.set_per_process_memory_fraction(gpu_mem_gib / total, dev)
     if ddp:
         dist.init_process_group('nccl' if cuda else 'gloo')
+    if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built or written
+        try:
+            M.check_pretrained(cfg, init_from)
+        except M.CheckpointError as err:
+            raise SystemExit(weights_error(err, init_from, model_name))
+
     torch.manual_seed(seed)  # fresh init is identical on every process (DDP broadcasts rank 0's weights anyway)
     log_path, csv_path = os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
     if master:
@@ -657,12 +663,6 @@ if __name__ == '__main__':
     gpu = torch.cuda.get_device_name(dev) if cuda else f'cpu ({torch.get_num_threads()} threads)'
     log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
         log_path, master)
-
-    if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built
-        try:
-            M.check_pretrained(cfg, init_from)
-        except M.CheckpointError as err:
-            raise SystemExit(weights_error(err, init_from, model_name))
 
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
