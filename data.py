@@ -101,7 +101,8 @@ def load_tokenizer(path):
     try:
         return sentencepiece.SentencePieceProcessor(model_file=str(path))
     except (OSError, RuntimeError) as err:
-        raise DataError(f"{path}: not a readable SentencePiece model ({str(err).partition(chr(10))[0][:120]})") from None
+        first_line = str(err).partition("\n")[0][:120]
+        raise DataError(f"{path}: not a readable SentencePiece model ({first_line})") from None
 
 # -----------------------------------------------------------------------------
 # normalization (openpi src/openpi/transforms.py Normalize/Unnormalize with use_quantiles=True)

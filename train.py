@@ -17,7 +17,6 @@ parameters come from one generator seeded by (seed, step) and are sliced by each
 batch, so a 2-process run equals a 1-process run with the same global batch and a resumed run an uninterrupted one.
 """
 import csv
-import json
 import math
 import os
 import resource
@@ -206,9 +205,8 @@ def weights_error(err, path, model_name):
     """train.py's line for a weights file that does not fit the model, naming the model_name of the checkpoint's
     policy.json (train.py writes one beside its weights) when that differs from the config's."""
     try:
-        with open(os.path.join(path if os.path.isdir(path) else os.path.dirname(path), 'policy.json')) as f:
-            was = json.load(f).get('model_name')
-    except (OSError, ValueError, AttributeError):  # none there, or not one of train.py's
+        was = checkpoint.read_policy(path if os.path.isdir(path) else os.path.dirname(path))[0].get('model_name')
+    except (OSError, ValueError, KeyError, AttributeError):  # none there, or not one of train.py's
         was = None
     hint = f'; its policy.json says model_name={was!r}: pass --model_name={was}' if isinstance(was, str) and was != model_name else ''
     return f'train.py: {err}{hint}'
