@@ -15,7 +15,8 @@ absent (written to a temporary directory, fsynced, renamed into place).
     save_checkpoint(...)           write one, atomically, and keep the newest keep_last
     checkpoint_problem(ckpt)       why it cannot be used (manifest sizes, unreadable files), or None
     newest_valid_checkpoint(run)   the newest usable one (broken newer ones moved aside when resuming)
-    find(path)                     a checkpoint directory, or the newest good one of a run directory
+    find(path)                     a checkpoint directory, or the newest good one of a run directory (serve.py
+                                   --ckpt, train.py init_from)
     policy_info(...)               what policy.json holds
     read_policy(ckpt)              (policy.json dict, norm stats, tokenizer) for serving
 """

@@ -580,7 +580,22 @@ def test_missing_data_dir_fails_before_the_pi05_model_is_built(tmp_path):
     msg = train_error([os.path.join(ROOT, 'config', 'pi05_libero.py'), '--init_from=scratch', '--device=cpu',
                        f'--data_dir={tmp_path / "nowhere"}', f'--out_dir={tmp_path / "out"}'])
     assert 'nowhere' in msg and 'does not exist' in msg and 'python prepare.py --src=' in msg, msg
-    assert 'parameters' not in (tmp_path / 'out' / 'log.txt').read_text(), 'the model must not be built first'
+    assert not (tmp_path / 'out').exists(), 'the model must not be built first, nor anything written'
+
+
+@pytest.mark.parametrize('mistake', ['no_meta', 'image_size'])
+def test_a_failed_data_check_leaves_no_files(data_copy, tmp_path, mistake):
+    """A run stopped by its data check writes nothing: no out_dir, no log.txt holding only the header."""
+    args = tiny_args(data_copy, tmp_path / 'out', '--max_iters=1')
+    if mistake == 'no_meta':
+        os.remove(data_copy / 'meta.json')
+        want = 'meta.json not found'
+    else:
+        args.append('--model_name=demo')
+        want = 'images are 28x28, the model takes 64x64'
+    msg = train_error(args)
+    assert want in msg and '\n' not in msg, msg
+    assert not (tmp_path / 'out').exists(), os.listdir(tmp_path / 'out')
 
 
 @pytest.mark.parametrize('mistake', ['vocab', 'image_size', 'prompt_slots', 'truncated_npy', 'stats'])
@@ -626,6 +641,23 @@ def test_broken_init_from_file_is_named(uninterrupted, tiny_data, tmp_path):
                                 '--model_name=small'))  # the tiny model's weights into another model
     assert msg.startswith(f"train.py: cannot load {ref / 'ckpt_10' / 'model.safetensors'}: ") and '\n' not in msg, msg
     assert msg.endswith("; its policy.json says model_name='tiny': pass --model_name=tiny") and len(msg) < 1500, msg
+    assert not (tmp_path / 'out').exists(), 'refused before the run wrote anything'
+
+
+def test_init_from_a_run_directory_takes_its_newest_checkpoint(uninterrupted, tiny_data, tmp_path):
+    """init_from=<run dir> (as serve.py --ckpt=<run dir>) trains from its newest good checkpoint, exactly as
+    init_from=<that checkpoint> does, and says which it picked; a directory with none is refused in one line."""
+    _, ref = uninterrupted  # checkpoints 8 and 10
+    common = ['--max_iters=1', '--eval_interval=0', '--ckpt_interval=-1']
+    g = run_train(tiny_args(tiny_data, tmp_path / 'run', *common, f'--init_from={ref}'))
+    want = run_train(tiny_args(tiny_data, tmp_path / 'ckpt', *common, f"--init_from={ref / 'ckpt_10'}"))
+    assert g['config']['init_from'] == str(ref / 'ckpt_10'), g['config']['init_from']
+    a, b = g['raw_model'].state_dict(), want['raw_model'].state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a), 'init_from=<run dir> trained from other weights'
+    assert f"init_from: {ref}'s newest checkpoint, {ref / 'ckpt_10'}" in (tmp_path / 'run' / 'log.txt').read_text()
+    (tmp_path / 'empty').mkdir()
+    msg = train_error(tiny_args(tiny_data, tmp_path / 'out', *common, f"--init_from={tmp_path / 'empty'}"))
+    assert msg.startswith(f"train.py: init_from={tmp_path / 'empty'} ") and 'ckpt_<iter>' in msg and '\n' not in msg, msg
     assert not (tmp_path / 'out').exists(), 'refused before the run wrote anything'
 
 

@@ -45,6 +45,7 @@ import sim
 # I/O
 out_dir = 'out'                 # ckpt_<iter>/, losses.csv, log.txt
 init_from = 'scratch'           # 'scratch' | 'resume' (newest checkpoint in out_dir) | <model.safetensors or its dir>
+                                # | <a run's out_dir> (its newest good checkpoint's weights)
 eval_interval = 500             # iterations between evaluations (also at the start and the end); 0: never
 eval_iters = 4                  # validation global batches per evaluation
 ckpt_interval = 1000            # iterations between checkpoints (and one at the end); 0: only at the end; -1: never
@@ -533,8 +534,12 @@ CSV_FIELDS = ['iter',  # row `iter`: measured on the weights after `iter` optimi
 
 
 def log(msg, path, master=True):
+    """Print msg and append it to the file path, or to the list path (lines held until the file may be written)."""
     if master:
         tqdm.write(msg)
+        if isinstance(path, list):
+            path.append(msg)
+            return
         with open(path, 'a') as f:
             f.write(msg + '\n')
 
@@ -645,27 +650,33 @@ if __name__ == '__main__':
             torch.cuda.set_per_process_memory_fraction(gpu_mem_gib / total, dev)
     if ddp:
         dist.init_process_group('nccl' if cuda else 'gloo')
+    # log.txt's first lines are held until the checks below pass, so a run that fails one leaves no files behind
+    held, log_path, csv_path = [], os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
+    gpu = torch.cuda.get_device_name(dev) if cuda else f'cpu ({torch.get_num_threads()} threads)'
+    log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
+        held, master)
     if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built or written
+        if os.path.isdir(init_from) and not os.path.exists(os.path.join(init_from, 'model.safetensors')):
+            run_dir = init_from  # a training run's out_dir: its newest good checkpoint, as serve.py --ckpt picks it
+            try:
+                init_from = checkpoint.find(run_dir, lambda msg: log(msg, held, master))
+            except FileNotFoundError:
+                raise SystemExit(f"train.py: init_from={run_dir} holds neither model.safetensors nor a usable checkpoint "
+                                 f"(ckpt_<iter>/ with manifest.json): pass a model.safetensors, its directory or a "
+                                 f"training run's out_dir, or init_from='scratch'") from None
+            config = MappingProxyType(dict(config, init_from=init_from))  # what build_model loads and runs record
+            log(f"init_from: {run_dir}'s newest checkpoint, {init_from}", held, master)
         try:
             M.check_pretrained(cfg, init_from)
         except M.CheckpointError as err:
             raise SystemExit(weights_error(err, init_from, model_name))
 
     torch.manual_seed(seed)  # fresh init is identical on every process (DDP broadcasts rank 0's weights anyway)
-    log_path, csv_path = os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
-    if master:
-        os.makedirs(out_dir, exist_ok=True)
-        for name in os.listdir(out_dir):  # temporary directories of checkpoints a crash interrupted
-            if name.startswith('.tmp_ckpt_'):
-                shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
-    gpu = torch.cuda.get_device_name(dev) if cuda else f'cpu ({torch.get_num_threads()} threads)'
-    log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
-        log_path, master)
 
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
     if init_from == 'resume':
-        ckpt = checkpoint.newest_valid_checkpoint(out_dir, lambda msg: log(msg, log_path, master), master)
+        ckpt = checkpoint.newest_valid_checkpoint(out_dir, lambda msg: log(msg, held, master), master)
         if ckpt is None:
             raise SystemExit(f"train.py: init_from='resume' but {out_dir} holds no usable checkpoint (ckpt_<iter>/ with "
                              f"manifest.json); start with init_from='scratch' or a model.safetensors")
@@ -684,11 +695,11 @@ if __name__ == '__main__':
         fitted = ('micro_batch', 'grad_accum', 'recompute') if fit else ()  # the fit below chooses them again
         changed = {k: (state['config'].get(k), v) for k, v in config.items()
                    if state['config'].get(k) != v and k not in fitted}
-        log(f'resuming from {ckpt}' + (f'; config changed since: {changed}' if changed else ''), log_path, master)
+        log(f'resuming from {ckpt}' + (f'; config changed since: {changed}' if changed else ''), held, master)
 
     # data (the synthetic dataset is written once, by rank 0, when data_dir has none)
     if synthetic_episodes and master and not os.path.exists(os.path.join(data_dir, 'meta.json')):
-        log(f'writing a synthetic dataset of {synthetic_episodes} episodes to {data_dir}', log_path, master)
+        log(f'writing a synthetic dataset of {synthetic_episodes} episodes to {data_dir}', held, master)
         sim.make_synthetic(data_dir, episodes=synthetic_episodes, image_size=cfg.image_size, seed=0,
                            max_token_len=cfg.max_token_len, objects=synthetic_objects)
     if ddp:
@@ -700,6 +711,13 @@ if __name__ == '__main__':
     problems = data.check_against_model(meta, cfg, prompt_format, data_dir)
     if problems:
         raise SystemExit('train.py: ' + '\ntrain.py: '.join(problems))
+    if master:  # the checks passed: the run's directory and the held lines of its log
+        os.makedirs(out_dir, exist_ok=True)
+        for name in os.listdir(out_dir):  # temporary directories of checkpoints a crash interrupted
+            if name.startswith('.tmp_ckpt_'):
+                shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
+        with open(log_path, 'a') as f:
+            f.writelines(msg + '\n' for msg in held)
     if fit:  # the fastest micro-batch and recompute that fit, from the memory account; the config says what is used
         gib = gpu_mem_gib or memory_gib(dev)[1]
         slots = data.bucketed(meta[f'max_prompt_len_{prompt_format}'], prompt_bucket, cfg.max_token_len)
