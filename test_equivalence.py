@@ -1453,6 +1453,28 @@ class TestGPU:
             torch.cuda.set_sync_debug_mode('default')
 
 
+    def test_train_step_has_no_host_sync(self):
+        """train.py's whole step (flow draws, openpi augmentation with a wrist camera, forward, backward, the
+        gradient clip, fused AdamW) under CUDA's sync debug mode 'error': the host never waits for the GPU, so it
+        can queue the next step while this one runs."""
+        import torch._dynamo
+        import train
+        torch._dynamo.reset()
+        m, b, _, _ = self.setup('sdpa', torch.bfloat16)
+        conf = dict(train.default_config(), compile=True)
+        M.apply_compile(m)
+        opt = train.make_optimizer(m, conf)
+        b = dict(b, sample_id=torch.arange(len(b['actions']), device='cuda'))
+        gen = torch.Generator('cuda').manual_seed(0)
+        step = lambda: train.train_step(m, m, opt, [b], conf, 1e-4, gen, [False, True, True])
+        step()  # compile first: compilation itself may synchronise
+        torch.cuda.set_sync_debug_mode('error')
+        try:
+            loss, gnorm = step()
+        finally:
+            torch.cuda.set_sync_debug_mode('default')
+        assert torch.isfinite(loss) and torch.isfinite(gnorm)
+
 def test_lora_scale_is_alpha_over_rank():
     """A LoRA layer adds (x A^T) B^T * alpha / rank, in the forward pass and in the merged weight (openpi's defaults
     have alpha = rank, which would hide a scale of alpha)."""

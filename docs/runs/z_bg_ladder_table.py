@@ -1,0 +1,13 @@
+"""The ladder of one `bench.py --rows=ladder` run as a markdown table, each row's gain against the row above.
+usage: python docs/runs/z_bg_ladder_table.py <out_dir>/results.json (setup s: build, compile and the warm-up steps)"""
+import json
+import sys
+
+rows = json.load(open(sys.argv[1]))
+print('| setting (cumulative) | ms/step | samples/s | vs the row above | MFU | peak GiB | setup s |')
+print('|---|---|---|---|---|---|---|')
+for i, r in enumerate(rows):
+    prev = rows[i - 1] if i else None
+    gain = (f"{prev['ms'] - r['ms']:+.1f} ms saved, x{prev['ms'] / r['ms']:.2f}" if prev else '')
+    print(f"| {i + 1}. {r['row']} | {r['ms']:.1f} | {r['samples_s']:.1f} | {gain} | {100 * r['mfu']:.1f}% | "
+          f"{r['peak_gib']:.1f} | {r['setup_s']:.0f} |")
