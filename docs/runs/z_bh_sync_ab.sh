@@ -1,19 +1,19 @@
 #!/bin/bash
-# 2026-12-07 (issue 18): the GPU tests of a step without host syncs, then the default row with and without the change
-# (augment_images' cameras as a slice instead of a list), alternating processes. Run from a copy of the new code
-# (.snap) with the code before it beside it (../.snap_old); any single H200, timeout_s 600 (on an H100, ROW=sdpa: the
-# default needs 96 GiB).
+# 2026-12-07 (issue 18): the default and fp8 rows with and without the change (augment_images' cameras as a slice
+# instead of a list: five host syncs a step fewer), alternating processes, then the GPU tests of a step without host
+# syncs. Run from a copy of the new code (.snap) with the code before it beside it (../.snap_old); any single H200,
+# timeout_s 600 (on an H100, ROWS=sdpa: the default needs 96 GiB).
 source docs/closed_loop/device_setup.sh  # T0, el, left
 L=$OUT/logs; mkdir -p $L
-timeout $(left 170) python3 -m pytest -q -rs test_equivalence.py test_data.py -k "host_sync or cuda_augment" > $L/gpu_tests.txt 2>&1
-el "gpu tests rc $?"; tail -n 4 $L/gpu_tests.txt
 k=0
 for i in 1 2; do
   for v in new old; do
     k=$((k + 1)); d=.; [ $v = old ] && d=../.snap_old
-    (cd $d && timeout $(left $((170 + 100 * k))) python3 bench.py --rows=${ROW:-default} --steps=10 --warmup=2 \
-      --out_dir=$L/$v$i > $L/default_$v$i.txt 2>&1)
-    el "default $v $i rc $?"; grep '^{"row"' $L/default_$v$i.txt | cut -c1-200
+    (cd $d && timeout $(left $((10 + 115 * k))) python3 bench.py --rows=${ROWS:-default,fp8} --steps=10 --warmup=2 \
+      --out_dir=$L/$v$i > $L/rows_$v$i.txt 2>&1)
+    el "rows $v $i rc $?"; grep '^{"row"' $L/rows_$v$i.txt | cut -c1-200
   done
 done
+timeout $(left 590) python3 -m pytest -q -rs test_equivalence.py test_data.py -k "host_sync or cuda_augment" > $L/gpu_tests.txt 2>&1
+el "gpu tests rc $?"; tail -n 4 $L/gpu_tests.txt
 cd $OUT && tar czf logs.tgz logs && rm -rf logs
