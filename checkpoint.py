@@ -15,6 +15,7 @@ absent (written to a temporary directory, fsynced, renamed into place).
     save_checkpoint(...)           write one, atomically, and keep the newest keep_last
     checkpoint_problem(ckpt)       why it cannot be used (manifest sizes, unreadable files), or None
     newest_valid_checkpoint(run)   the newest usable one (broken newer ones moved aside when resuming)
+    clean_interrupted(run)         what a crash left half-written: removed, or put back
     find(path)                     a checkpoint directory, or the newest good one of a run directory (serve.py
                                    --ckpt, train.py init_from)
     policy_info(...)               what policy.json holds
@@ -139,6 +140,24 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, 
         for _, old in list_checkpoints(out_dir)[:-keep_last]:
             shutil.rmtree(old)
     return final
+
+def clean_interrupted(out_dir):
+    """Remove the temporary directories of checkpoint writes a crash interrupted; where the crash came between
+    save_checkpoint's two renames (ckpt_<iter> moved aside, the new one not yet in place), put the old one back.
+    Returns what was done, one line each."""
+    done = []
+    for name in sorted(os.listdir(out_dir)):
+        path = os.path.join(out_dir, name)
+        if not name.startswith('.tmp_ckpt_'):
+            continue
+        final = os.path.join(out_dir, name[len('.tmp_'):].removesuffix('.old'))
+        if name.endswith('.old') and not os.path.exists(final):
+            os.replace(path, final)
+            done.append(f'{final}: put back (a crash interrupted its re-save)')
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+            done.append(f'{path}: removed (a checkpoint write a crash interrupted)')
+    return done
 
 def find(path, log_fn=print):
     """path itself when it is a checkpoint (holds policy.json), else the newest good checkpoint of the run directory

@@ -225,9 +225,10 @@ def augment_images(images, wrist, params):
     geo = [i for i in range(N) if not wrist[i]]
     if geo:
         g = len(geo)
-        # adjacent cameras (every layout in use) as a slice: indexing a GPU tensor with a list copies the list to
-        # the GPU from pageable memory, and each such copy makes the host wait for the GPU
-        geo = slice(geo[0], geo[-1] + 1) if geo[-1] - geo[0] == g - 1 else geo
+        # evenly spaced cameras (any one or two, and the usual layouts) as a slice: indexing a GPU tensor with a
+        # list copies the list to the GPU from pageable memory, and each such copy makes the host wait for the GPU
+        step = geo[1] - geo[0] if g > 1 else 1
+        geo = slice(geo[0], geo[-1] + 1, step) if geo == list(range(geo[0], geo[-1] + 1, step)) else geo
         xs = x[:, geo].reshape(B * g, C, S, S)
         crop = torch.floor(params["crop_frac"][:, geo].reshape(-1) * S + 1e-4)  # int(0.95 * S) pixels
         off = torch.floor(params["crop_xy"][:, geo].reshape(-1, 2) * (S - crop[:, None] + 1))

@@ -6,6 +6,7 @@ augmentation and the synthetic dataset. Everything is generated here; CPU only.
 """
 
 import io
+import itertools
 import json
 import os
 
@@ -628,17 +629,17 @@ def test_shift_augment_moves_each_image_by_its_own_offset():
     assert moved >= 5, "the offsets must differ per example and camera"
 
 def test_augment_camera_layouts_agree():
-    """The geometric cameras taken as a slice (adjacent) or as a list (not adjacent) give what augmenting each
-    camera alone gives: [geo, wrist, geo] against [geo, geo, wrist] and against the cameras one by one."""
-    p = data.sample_augment_params(4, 3, generator=torch.Generator().manual_seed(5))
-    img = torch.randint(0, 256, (4, 3, 3, 24, 24), dtype=torch.uint8)
+    """The geometric cameras taken as a slice (evenly spaced) or as a list (not) give what augmenting each camera
+    alone gives, in every layout of four cameras."""
+    p = data.sample_augment_params(4, 4, generator=torch.Generator().manual_seed(5))
+    img = torch.randint(0, 256, (4, 4, 3, 24, 24), dtype=torch.uint8)
     one = lambda c, w: data.augment_images(img[:, c:c + 1], [w], {k: v[:, c:c + 1] for k, v in p.items()})[:, 0]
-    for wrist in ([False, True, False], [True, False, False], [False, False, True]):
+    for wrist in itertools.product([False, True], repeat=4):  # [F, T, F, T]: a stepped slice, [F, F, T, F]: a list
         out = data.augment_images(img, wrist, p)
         for c, w in enumerate(wrist):
             err = (out[:, c] - one(c, w)).abs().max()
             assert err < 1e-6, f"wrist={wrist}: camera {c} differs from augmenting it alone by {err}"
-    assert (data.augment_images(img, [False] * 3, p)[:, 1] - one(1, True)).abs().max() > 0.05  # geometry applied
+    assert (data.augment_images(img, [False] * 4, p)[:, 1] - one(1, True)).abs().max() > 0.05  # geometry applied
 
 def identity(n, cams):
     return {"crop_frac": torch.ones(n, cams), "crop_xy": torch.zeros(n, cams, 2), "angle": torch.zeros(n, cams),

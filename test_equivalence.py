@@ -1453,20 +1453,23 @@ class TestGPU:
             torch.cuda.set_sync_debug_mode('default')
 
 
-    def test_train_step_has_no_host_sync(self):
-        """train.py's whole step (flow draws, openpi augmentation with a wrist camera, forward, backward, the
-        gradient clip, fused AdamW) under CUDA's sync debug mode 'error': the host never waits for the GPU, so it
-        can queue the next step while this one runs."""
+    @pytest.mark.parametrize('options', [{}, dict(augment='shift', camera_dropout=0.3, flow_draws=2, max_skipped_steps=3,
+                                                 micro=2)], ids=['defaults', 'other_options'])
+    def test_whole_train_py_step_has_no_host_sync(self, options):
+        """train.train_step as train.py runs it (flow draws, augmentation with a wrist camera, forward and backward of
+        each micro-batch, the gradient clip, fused AdamW; train.py's defaults, then other options) under CUDA's sync
+        debug mode 'error': the host never waits for the GPU, so it can queue the next step while this one runs."""
         import torch._dynamo
         import train
         torch._dynamo.reset()
         m, b, _, _ = self.setup('sdpa', torch.bfloat16)
-        conf = dict(train.default_config(), compile=True)
+        conf = dict(train.default_config(), compile=True, **{k: v for k, v in options.items() if k != 'micro'})
         M.apply_compile(m)
         opt = train.make_optimizer(m, conf)
         b = dict(b, sample_id=torch.arange(len(b['actions']), device='cuda'))
+        micro = [b] * options.get('micro', 1)
         gen = torch.Generator('cuda').manual_seed(0)
-        step = lambda: train.train_step(m, m, opt, [b], conf, 1e-4, gen, [False, True, True])
+        step = lambda: train.train_step(m, m, opt, micro, conf, 1e-4, gen, [False, True, False])
         step()  # compile first: compilation itself may synchronise
         torch.cuda.set_sync_debug_mode('error')
         try:

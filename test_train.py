@@ -598,6 +598,12 @@ def test_a_failed_data_check_leaves_no_files(data_copy, tmp_path, mistake):
     assert not (tmp_path / 'out').exists(), os.listdir(tmp_path / 'out')
 
 
+def test_a_fit_that_finds_nothing_leaves_no_files(tiny_data, tmp_path):
+    msg = train_error(tiny_args(tiny_data, tmp_path / 'out', '--max_iters=1', '--fit=True', '--gpu_mem_gib=0.01'))
+    assert 'nothing fits' in msg, msg
+    assert not (tmp_path / 'out').exists(), os.listdir(tmp_path / 'out')
+
+
 @pytest.mark.parametrize('mistake', ['vocab', 'image_size', 'prompt_slots', 'truncated_npy', 'stats'])
 def test_prepared_data_that_does_not_fit_the_model_is_named(data_copy, tmp_path, mistake):
     args = tiny_args(data_copy, tmp_path / 'out', '--max_iters=1')
@@ -659,6 +665,29 @@ def test_init_from_a_run_directory_takes_its_newest_checkpoint(uninterrupted, ti
     msg = train_error(tiny_args(tiny_data, tmp_path / 'out', *common, f"--init_from={tmp_path / 'empty'}"))
     assert msg.startswith(f"train.py: init_from={tmp_path / 'empty'} ") and 'ckpt_<iter>' in msg and '\n' not in msg, msg
     assert not (tmp_path / 'out').exists(), 'refused before the run wrote anything'
+    own = tmp_path / 'own'  # a run started from its own checkpoints would overwrite and prune them
+    shutil.copytree(ref, own)
+    for init in (own, own / 'ckpt_8', own / 'ckpt_8' / 'model.safetensors'):
+        msg = train_error(tiny_args(tiny_data, own, *common, f'--init_from={init}'))
+        assert "is a checkpoint of this run's out_dir" in msg and "init_from='resume'" in msg and '\n' not in msg, msg
+    assert sorted(p.name for p in own.glob('ckpt_*')) == ['ckpt_10', 'ckpt_8']
+
+
+def test_a_crash_between_the_renames_of_a_re_save_is_undone(tmp_path):
+    """save_checkpoint re-saving ckpt_<iter> moves the old one aside, then renames the new one into place; a crash
+    between the two leaves only .tmp_ckpt_<iter>(.old): checkpoint.clean_interrupted puts the old one back and
+    removes the rest, as train.py does on start."""
+    (tmp_path / '.tmp_ckpt_4.old').mkdir()
+    (tmp_path / '.tmp_ckpt_4.old' / 'model.safetensors').write_text('old')
+    (tmp_path / '.tmp_ckpt_4').mkdir()  # the new one, maybe half-written
+    (tmp_path / '.tmp_ckpt_6').mkdir()  # an interrupted first save
+    (tmp_path / 'ckpt_2').mkdir()
+    done = checkpoint.clean_interrupted(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['ckpt_2', 'ckpt_4'], list(tmp_path.iterdir())
+    assert (tmp_path / 'ckpt_4' / 'model.safetensors').read_text() == 'old' and len(done) == 3, done
+    (tmp_path / '.tmp_ckpt_2.old').mkdir()  # a crash after the second rename: the new ckpt_2 stays
+    checkpoint.clean_interrupted(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['ckpt_2', 'ckpt_4']
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='needs a machine without CUDA')

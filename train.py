@@ -20,7 +20,6 @@ import csv
 import math
 import os
 import resource
-import shutil
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
@@ -650,11 +649,18 @@ if __name__ == '__main__':
             torch.cuda.set_per_process_memory_fraction(gpu_mem_gib / total, dev)
     if ddp:
         dist.init_process_group('nccl' if cuda else 'gloo')
-    # log.txt's first lines are held until the checks below pass, so a run that fails one leaves no files behind
-    held, log_path, csv_path = [], os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
+    # a new run's first log lines are held until the checks below pass, so a run that fails one creates no out_dir;
+    # an existing run directory's log.txt gets them at once (a resume that moves a broken checkpoint aside says so)
+    log_path, csv_path = os.path.join(out_dir, 'log.txt'), os.path.join(out_dir, 'losses.csv')
+    held = log_path if os.path.isdir(out_dir) else []
     gpu = torch.cuda.get_device_name(dev) if cuda else f'cpu ({torch.get_num_threads()} threads)'
     log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
         held, master)
+    if master and os.path.isdir(out_dir):  # what a crash left half-written, before resume looks for checkpoints
+        for msg in checkpoint.clean_interrupted(out_dir):
+            log(msg, held, master)
+    if ddp:
+        dist.barrier()
     if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built or written
         if os.path.isdir(init_from) and not os.path.exists(os.path.join(init_from, 'model.safetensors')):
             run_dir = init_from  # a training run's out_dir: its newest good checkpoint, as serve.py --ckpt picks it
@@ -664,8 +670,17 @@ if __name__ == '__main__':
                 raise SystemExit(f"train.py: init_from={run_dir} holds neither model.safetensors nor a usable checkpoint "
                                  f"(ckpt_<iter>/ with manifest.json): pass a model.safetensors, its directory or a "
                                  f"training run's out_dir, or init_from='scratch'") from None
+            if ddp:  # every process the same checkpoint, should the source run save a newer one meanwhile
+                pick = [init_from]
+                dist.broadcast_object_list(pick, 0)
+                init_from = pick[0]
             config = MappingProxyType(dict(config, init_from=init_from))  # what build_model loads and runs record
             log(f"init_from: {run_dir}'s newest checkpoint, {init_from}", held, master)
+        ckpt_dir = os.path.realpath(init_from if os.path.isdir(init_from) else os.path.dirname(init_from))
+        if os.path.dirname(ckpt_dir) == os.path.realpath(out_dir) and os.path.basename(ckpt_dir).startswith('ckpt_'):
+            raise SystemExit(f"train.py: init_from={init_from} is a checkpoint of this run's out_dir={out_dir}, whose "
+                             f"checkpoints this run would overwrite and prune: continue that run with init_from='resume', or start "
+                             f"a new one with --out_dir=<another>")
         try:
             M.check_pretrained(cfg, init_from)
         except M.CheckpointError as err:
@@ -711,20 +726,17 @@ if __name__ == '__main__':
     problems = data.check_against_model(meta, cfg, prompt_format, data_dir)
     if problems:
         raise SystemExit('train.py: ' + '\ntrain.py: '.join(problems))
-    if master:  # the checks passed: the run's directory and the held lines of its log
-        os.makedirs(out_dir, exist_ok=True)
-        for name in os.listdir(out_dir):  # temporary directories of checkpoints a crash interrupted
-            if name.startswith('.tmp_ckpt_'):
-                shutil.rmtree(os.path.join(out_dir, name), ignore_errors=True)
-        with open(log_path, 'a') as f:
-            f.writelines(msg + '\n' for msg in held)
     if fit:  # the fastest micro-batch and recompute that fit, from the memory account; the config says what is used
         gib = gpu_mem_gib or memory_gib(dev)[1]
         slots = data.bucketed(meta[f'max_prompt_len_{prompt_format}'], prompt_bucket, cfg.max_token_len)
         B, n_micro, rc, plan = memory.plan_fit(dict(config), cfg, gib, len(meta['cameras']), slots)
         config = MappingProxyType(dict(config, micro_batch=B, grad_accum=n_micro, recompute=rc))
         log(f'fit for {gib:.1f} GiB: micro_batch {B} x grad_accum {n_micro}, recompute {rc!r}; '
-            f'predicted {memory.describe_plan(plan)}', log_path, master)
+            f'predicted {memory.describe_plan(plan)}', held, master)
+    if master:  # the checks passed: the run's directory and the held lines of its log
+        os.makedirs(out_dir, exist_ok=True)
+        with open(log_path, 'a') as f:
+            f.writelines(msg + '\n' for msg in (held if isinstance(held, list) else []))
     B, n_micro = config['micro_batch'], config['grad_accum']
     tok = meta.get('tokenizer')
     if tok and tok != 'words' and not os.path.exists(tok):

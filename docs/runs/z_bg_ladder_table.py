@@ -8,6 +8,6 @@ print('| setting (cumulative) | ms/step | samples/s | vs the row above | MFU | p
 print('|---|---|---|---|---|---|---|')
 for i, r in enumerate(rows):
     prev = rows[i - 1] if i else None
-    gain = (f"{prev['ms'] - r['ms']:+.1f} ms saved, x{prev['ms'] / r['ms']:.2f}" if prev else '')
+    gain = (f"{r['ms'] - prev['ms']:+.1f} ms, x{prev['ms'] / r['ms']:.2f} samples/s" if prev else '')
     print(f"| {i + 1}. {r['row']} | {r['ms']:.1f} | {r['samples_s']:.1f} | {gain} | {100 * r['mfu']:.1f}% | "
           f"{r['peak_gib']:.1f} | {r['setup_s']:.0f} |")

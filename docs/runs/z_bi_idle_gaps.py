@@ -1,18 +1,19 @@
 """Where a profiled step's GPU idle time lies: the gaps between kernels by size, by 50 ms window, the largest ones
-and the host-to-device copies. usage: python docs/runs/z_bi_idle_gaps.py <kernels_*.csv.gz> (bench.py --profile)"""
+and the host-to-device copies. usage: python docs/runs/z_bi_idle_gaps.py <kernels_*.csv[.gz]> (bench.py --profile; the kernels counted include
+memcpy and memset events)"""
 import collections
 import csv
 import gzip
 import sys
 
-rows = list(csv.DictReader(gzip.open(sys.argv[1], 'rt')))
+rows = list(csv.DictReader((gzip.open if sys.argv[1].endswith('.gz') else open)(sys.argv[1], 'rt')))
 ev = sorted((float(r['start_us']), float(r['duration_us']), r['kind'], r['kernel']) for r in rows)
 end, gaps = 0.0, []
 for i, (s, d, _, _) in enumerate(ev):
     if i and s > end:
         gaps.append((s - end, i, s))
     end = max(end, s + d)
-print(f'{len(ev)} kernels over {end / 1e3:.1f} ms, idle {sum(g for g, _, _ in gaps) / 1e3:.2f} ms in {len(gaps)} gaps')
+print(f'{sys.argv[1]}: {len(ev)} kernels over {end / 1e3:.1f} ms, idle {sum(g for g, _, _ in gaps) / 1e3:.2f} ms in {len(gaps)} gaps')
 size = collections.Counter()
 for g, _, _ in gaps:
     size['< 5 us' if g < 5 else '5-20 us' if g < 20 else '20-100 us' if g < 100 else '>= 100 us'] += g
