@@ -143,18 +143,18 @@ def save_checkpoint(out_dir, it, raw, ema_model, state, keep_last, policy=None, 
 
 def clean_interrupted(out_dir):
     """Remove the temporary directories of checkpoint writes a crash interrupted; where the crash came between
-    save_checkpoint's two renames (ckpt_<iter> moved aside, the new one not yet in place), put the old one back.
-    Returns what was done, one line each."""
+    save_checkpoint's two renames (ckpt_<iter> moved aside, the new one not yet in place), put the old one back if it
+    is whole. Returns what was done, one line each."""
     done = []
     for name in sorted(os.listdir(out_dir)):
         path = os.path.join(out_dir, name)
         if not name.startswith('.tmp_ckpt_'):
             continue
         final = os.path.join(out_dir, name[len('.tmp_'):].removesuffix('.old'))
-        if name.endswith('.old') and not os.path.exists(final):
+        if name.endswith('.old') and not os.path.exists(final) and checkpoint_problem(path) is None:
             os.replace(path, final)
             done.append(f'{final}: put back (a crash interrupted its re-save)')
-        else:
+        else:  # the new copy of a re-save too: the old one it replaced is the one whose run went on from it
             shutil.rmtree(path, ignore_errors=True)
             done.append(f'{path}: removed (a checkpoint write a crash interrupted)')
     return done

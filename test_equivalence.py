@@ -1458,7 +1458,8 @@ class TestGPU:
     def test_whole_train_py_step_has_no_host_sync(self, options):
         """train.train_step as train.py runs it (flow draws, augmentation with a wrist camera, forward and backward of
         each micro-batch, the gradient clip, fused AdamW; train.py's defaults, then other options) under CUDA's sync
-        debug mode 'error': the host never waits for the GPU, so it can queue the next step while this one runs."""
+        debug mode 'error': the host never waits for the GPU, so it can queue the next step while this one runs. The
+        second case's 'shift' augmentation indexes no camera list: the first guards augment_images' slice."""
         import torch._dynamo
         import train
         torch._dynamo.reset()

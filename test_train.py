@@ -671,23 +671,29 @@ def test_init_from_a_run_directory_takes_its_newest_checkpoint(uninterrupted, ti
         msg = train_error(tiny_args(tiny_data, own, *common, f'--init_from={init}'))
         assert "is a checkpoint of this run's out_dir" in msg and "init_from='resume'" in msg and '\n' not in msg, msg
     assert sorted(p.name for p in own.glob('ckpt_*')) == ['ckpt_10', 'ckpt_8']
+    run_train(tiny_args(tiny_data, own, *common))  # a fresh run there is warned about the checkpoints it mixes with
+    assert f"warning: {own} holds an earlier run's checkpoints (ckpt_8, ckpt_10)" in (own / 'log.txt').read_text()
 
 
-def test_a_crash_between_the_renames_of_a_re_save_is_undone(tmp_path):
+def test_a_crash_between_the_renames_of_a_re_save_is_undone(uninterrupted, tiny_data, tmp_path):
     """save_checkpoint re-saving ckpt_<iter> moves the old one aside, then renames the new one into place; a crash
-    between the two leaves only .tmp_ckpt_<iter>(.old): checkpoint.clean_interrupted puts the old one back and
-    removes the rest, as train.py does on start."""
-    (tmp_path / '.tmp_ckpt_4.old').mkdir()
-    (tmp_path / '.tmp_ckpt_4.old' / 'model.safetensors').write_text('old')
-    (tmp_path / '.tmp_ckpt_4').mkdir()  # the new one, maybe half-written
-    (tmp_path / '.tmp_ckpt_6').mkdir()  # an interrupted first save
-    (tmp_path / 'ckpt_2').mkdir()
-    done = checkpoint.clean_interrupted(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['ckpt_2', 'ckpt_4'], list(tmp_path.iterdir())
-    assert (tmp_path / 'ckpt_4' / 'model.safetensors').read_text() == 'old' and len(done) == 3, done
-    (tmp_path / '.tmp_ckpt_2.old').mkdir()  # a crash after the second rename: the new ckpt_2 stays
-    checkpoint.clean_interrupted(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ['ckpt_2', 'ckpt_4']
+    between the two leaves only .tmp_ckpt_<iter>(.old): resume puts the old one back (checkpoint.clean_interrupted),
+    removes the rest and resumes from it; a leftover that is not whole is removed, not put back."""
+    _, ref = uninterrupted  # checkpoints 8 and 10
+    run = tmp_path / 'run'
+    shutil.copytree(ref, run)
+    os.rename(run / 'ckpt_10', run / '.tmp_ckpt_10.old')
+    (run / '.tmp_ckpt_10').mkdir()  # the new copy, half-written
+    (run / '.tmp_ckpt_12').mkdir()  # an interrupted first save
+    common = ['--ckpt_interval=4', '--eval_interval=3', '--grad_accum=2', '--micro_batch=4', '--keep_last=2', '--ema_decay=0.9']
+    run_train(tiny_args(tiny_data, run, '--max_iters=10', '--init_from=resume', *common))
+    log = (run / 'log.txt').read_text()
+    assert f"{run / 'ckpt_10'}: put back" in log and f"resuming from {run / 'ckpt_10'}" in log, log[-2000:]
+    assert not [p for p in os.listdir(run) if p.startswith('.tmp')], os.listdir(run)
+    (tmp_path / '.tmp_ckpt_4.old').mkdir()  # not whole: removed
+    assert checkpoint.clean_interrupted(str(tmp_path)) == [f"{tmp_path / '.tmp_ckpt_4.old'}: removed (a checkpoint "
+                                                           f"write a crash interrupted)"]
+    assert not (tmp_path / 'ckpt_4').exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='needs a machine without CUDA')

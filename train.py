@@ -656,31 +656,29 @@ if __name__ == '__main__':
     gpu = torch.cuda.get_device_name(dev) if cuda else f'cpu ({torch.get_num_threads()} threads)'
     log(f"== train.py {time.strftime('%Y-%m-%d %H:%M:%S')} | torch {torch.__version__} | {gpu} | world size {world_size}",
         held, master)
-    if master and os.path.isdir(out_dir):  # what a crash left half-written, before resume looks for checkpoints
-        for msg in checkpoint.clean_interrupted(out_dir):
-            log(msg, held, master)
-    if ddp:
-        dist.barrier()
     if init_from not in ('scratch', 'resume'):  # names and shapes of the weights file, before anything is built or written
         if os.path.isdir(init_from) and not os.path.exists(os.path.join(init_from, 'model.safetensors')):
             run_dir = init_from  # a training run's out_dir: its newest good checkpoint, as serve.py --ckpt picks it
-            try:
-                init_from = checkpoint.find(run_dir, lambda msg: log(msg, held, master))
-            except FileNotFoundError:
+            pick = [None]  # picked by rank 0 for every process, should the source run save a newer one meanwhile
+            if master:
+                try:
+                    pick[0] = checkpoint.find(run_dir, lambda msg: log(msg, held, master))
+                except FileNotFoundError:
+                    pass
+            if ddp:
+                dist.broadcast_object_list(pick, 0)
+            if pick[0] is None:
                 raise SystemExit(f"train.py: init_from={run_dir} holds neither model.safetensors nor a usable checkpoint "
                                  f"(ckpt_<iter>/ with manifest.json): pass a model.safetensors, its directory or a "
-                                 f"training run's out_dir, or init_from='scratch'") from None
-            if ddp:  # every process the same checkpoint, should the source run save a newer one meanwhile
-                pick = [init_from]
-                dist.broadcast_object_list(pick, 0)
-                init_from = pick[0]
+                                 f"training run's out_dir, or init_from='scratch'")
+            init_from = pick[0]
             config = MappingProxyType(dict(config, init_from=init_from))  # what build_model loads and runs record
             log(f"init_from: {run_dir}'s newest checkpoint, {init_from}", held, master)
         ckpt_dir = os.path.realpath(init_from if os.path.isdir(init_from) else os.path.dirname(init_from))
         if os.path.dirname(ckpt_dir) == os.path.realpath(out_dir) and os.path.basename(ckpt_dir).startswith('ckpt_'):
             raise SystemExit(f"train.py: init_from={init_from} is a checkpoint of this run's out_dir={out_dir}, whose "
-                             f"checkpoints this run would overwrite and prune: continue that run with init_from='resume', or start "
-                             f"a new one with --out_dir=<another>")
+                             f"checkpoints this run would overwrite and prune: continue that run with "
+                             f"init_from='resume', or start a new one with --out_dir=<another>")
         try:
             M.check_pretrained(cfg, init_from)
         except M.CheckpointError as err:
@@ -691,6 +689,11 @@ if __name__ == '__main__':
     # resume: the newest checkpoint's training state (its weights are loaded with the model below)
     ckpt, state, start_iter, best_val_loss = None, None, 0, float('inf')
     if init_from == 'resume':
+        if master:  # what a crash left half-written (a re-save cut between its renames is put back), before looking
+            for msg in checkpoint.clean_interrupted(out_dir):
+                log(msg, held, master)
+        if ddp:
+            dist.barrier()
         ckpt = checkpoint.newest_valid_checkpoint(out_dir, lambda msg: log(msg, held, master), master)
         if ckpt is None:
             raise SystemExit(f"train.py: init_from='resume' but {out_dir} holds no usable checkpoint (ckpt_<iter>/ with "
@@ -733,10 +736,18 @@ if __name__ == '__main__':
         config = MappingProxyType(dict(config, micro_batch=B, grad_accum=n_micro, recompute=rc))
         log(f'fit for {gib:.1f} GiB: micro_batch {B} x grad_accum {n_micro}, recompute {rc!r}; '
             f'predicted {memory.describe_plan(plan)}', held, master)
-    if master:  # the checks passed: the run's directory and the held lines of its log
+    if master:  # the checks passed: the run's directory, the held lines of its log, what a crash left half-written
         os.makedirs(out_dir, exist_ok=True)
-        with open(log_path, 'a') as f:
-            f.writelines(msg + '\n' for msg in (held if isinstance(held, list) else []))
+        if isinstance(held, list):
+            with open(log_path, 'a') as f:
+                f.writelines(msg + '\n' for msg in held)
+        for msg in checkpoint.clean_interrupted(out_dir):
+            log(msg, log_path, master)
+        earlier = [os.path.basename(c) for _, c in checkpoint.list_checkpoints(out_dir)]
+        if earlier and init_from != 'resume':
+            log(f"warning: {out_dir} holds an earlier run's checkpoints ({', '.join(earlier)}): this run's own replace "
+                f"those of the same iterations, keep_last prunes across both, and init_from='resume' takes the newest; "
+                f"a fresh run is best given its own --out_dir", log_path, master)
     B, n_micro = config['micro_batch'], config['grad_accum']
     tok = meta.get('tokenizer')
     if tok and tok != 'words' and not os.path.exists(tok):

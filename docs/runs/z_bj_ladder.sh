@@ -1,6 +1,6 @@
 #!/bin/bash
 # 2026-12-07 (issue 18): z_bc_ladder.sh's ladder with the default and fp8 rows run first, so a call cut short by the
-# device budget loses the cheaper rows instead; `python docs/runs/z_bg_ladder_table.py <results.json>` puts the rows
+# device budget loses the cheaper rows instead; `PYTHONPATH=. python docs/runs/z_bg_ladder_table.py <results.json>` puts the rows
 # back in the ladder's order. Any single H200 (the default row needs 96 GiB), carry [".whl"], timeout_s <= 600; END (the
 # deadline, s), STEPS (timed steps, 10) and PROFILE= (no profile) shorten it.
 source docs/closed_loop/device_setup.sh  # T0, el, left
