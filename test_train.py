@@ -690,6 +690,9 @@ def test_a_crash_between_the_renames_of_a_re_save_is_undone(uninterrupted, tiny_
     log = (run / 'log.txt').read_text()
     assert f"{run / 'ckpt_10'}: put back" in log and f"resuming from {run / 'ckpt_10'}" in log, log[-2000:]
     assert not [p for p in os.listdir(run) if p.startswith('.tmp')], os.listdir(run)
+    msg = train_error(tiny_args(tiny_data, tmp_path / 'none', '--init_from=resume'))  # no out_dir at all
+    assert "init_from='resume' but" in msg and 'holds no usable checkpoint' in msg and '\n' not in msg, msg
+    assert not (tmp_path / 'none').exists()
     (tmp_path / '.tmp_ckpt_4.old').mkdir()  # not whole: removed
     assert checkpoint.clean_interrupted(str(tmp_path)) == [f"{tmp_path / '.tmp_ckpt_4.old'}: removed (a checkpoint "
                                                            f"write a crash interrupted)"]
