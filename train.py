@@ -741,13 +741,14 @@ if __name__ == '__main__':
         if isinstance(held, list):
             with open(log_path, 'a') as f:
                 f.writelines(msg + '\n' for msg in held)
-        for msg in checkpoint.clean_interrupted(out_dir):
-            log(msg, log_path, master)
-        earlier = [os.path.basename(c) for _, c in checkpoint.list_checkpoints(out_dir)]
-        if earlier and init_from != 'resume':
-            log(f"warning: {out_dir} holds an earlier run's checkpoints ({', '.join(earlier)}): this run's own replace "
-                f"those of the same iterations, keep_last prunes across both, and init_from='resume' takes the newest; "
-                f"a fresh run is best given its own --out_dir", log_path, master)
+        if init_from != 'resume':  # (a resume cleaned up before it looked for its checkpoint)
+            for msg in checkpoint.clean_interrupted(out_dir):
+                log(msg, log_path, master)
+            earlier = [os.path.basename(c) for _, c in checkpoint.list_checkpoints(out_dir)]
+            if earlier:
+                log(f"warning: {out_dir} holds an earlier run's checkpoints ({', '.join(earlier)}): this run's own "
+                    f"replace those of the same iterations, keep_last prunes across both, and init_from='resume' takes "
+                    f"the newest; a fresh run is best given its own --out_dir", log_path, master)
     B, n_micro = config['micro_batch'], config['grad_accum']
     tok = meta.get('tokenizer')
     if tok and tok != 'words' and not os.path.exists(tok):
