@@ -10,7 +10,7 @@
 # than over all 32 (openpi's); no augmentation. Batch and schedule were chosen on a 2-core CPU (2026-12-02, eval.py at
 # noise seeds 0-3 on its 50 scenes, the same seeds the README reports; docs/closed_loop/i3_*): micro-batch 64 for 1250
 # iterations (456 s) solved 40, 44, 43, 42 of 50; micro-batch 32 for 2500 (487 s) 47, 45, 45, 44; micro-batch 32 for
-# 2200 (414 s, this config) 48, 48, 47, 47 with that day's code (today's: 50 of 50 at seed 0 in 12 of 15 runs on clean
+# 2200 (414 s, this config) 48, 48, 47, 47 with that day's code (today's: 50 of 50 at seed 0 in 12 of 16 runs on clean
 # clones, docs/closed_loop/demo_notes.md). An EMA of the weights (decay 0.99) gave micro-batch 64 the same mean (h5_*).
 out_dir = 'out/demo'
 data_dir = 'data_cache/synthetic1_32'
