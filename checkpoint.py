@@ -146,7 +146,9 @@ def clean_interrupted(out_dir):
     save_checkpoint's two renames (ckpt_<iter> moved aside, the new one not yet in place), put the old one back if it
     is whole. Returns what was done, one line each."""
     done = []
-    for name in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
+    if not os.path.isdir(out_dir):  # a run that has not started yet
+        return done
+    for name in sorted(os.listdir(out_dir)):
         path = os.path.join(out_dir, name)
         if not name.startswith('.tmp_ckpt_'):
             continue
