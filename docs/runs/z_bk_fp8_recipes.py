@@ -1,0 +1,64 @@
+"""2026-12-07 (issue 18): torchao's fp8 scaling recipes on one training row, in one process. fp8.py converts with the
+'tensorwise' recipe; this times the same row with 'rowwise' (per-row scales, powers of two) and 'rowwise_with_gw_hp'
+(per-row scales, the weight-gradient GEMM left in bf16) instead, by replacing fp8.fp8_config for each row. The
+keep-list (fp8_keep.txt) is the one measured for tensorwise. Rows are bench.py's, built and timed by its run_row.
+
+    PYTHONPATH=. python docs/runs/z_bk_fp8_recipes.py --base=sdpa --out_dir=out   # an 80 GB GPU (bf16 weights, ViT recompute)
+    PYTHONPATH=. python docs/runs/z_bk_fp8_recipes.py --base=default              # an H200 (fp32 master, no recompute)
+    PYTHONPATH=. python docs/runs/z_bk_fp8_recipes.py --model_name=tiny --steps=1 --warmup=1   # CPU: the rows build
+"""
+import argparse
+import json
+import os
+import time
+from dataclasses import replace
+
+import torch
+from torchao.float8 import Float8LinearConfig
+
+import bench
+import data
+import fp8
+import model as M
+import train
+
+p = argparse.ArgumentParser()
+p.add_argument('--base', default='sdpa', help="bench.py row the fp8 rows add to ('sdpa' fits 80 GB; 'default' needs ~96 GiB)")
+p.add_argument('--recipes', default='tensorwise,rowwise,rowwise_with_gw_hp')
+p.add_argument('--profile', default='tensorwise,rowwise', help='recipes whose step is profiled (kernel kinds)')
+p.add_argument('--model_name', default='pi05')
+p.add_argument('--steps', type=int, default=10)
+p.add_argument('--warmup', type=int, default=2)
+p.add_argument('--out_dir', default='fp8_recipes_out')
+a = p.parse_args()
+os.makedirs(a.out_dir, exist_ok=True)
+bench.model_name, bench.steps, bench.warmup, bench.out_dir = a.model_name, a.steps, a.warmup, a.out_dir
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.manual_seed(0)
+device = M.resolve_device('auto')
+cfg = M.configs[a.model_name]
+gen = torch.Generator().manual_seed(0)
+lengths = bench.prompt_lengths()
+batches = [data.random_batch(cfg, bench.batch_size, cameras=2, empty_slots=1, prompt_lengths=lengths, generator=gen)
+           for _ in range(2)]
+peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
+label, base = bench.named_rows()[a.base]
+print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'CPU'} | torch {torch.__version__} | base row: {label} "
+      f"| {time.strftime('%Y-%m-%d')}", flush=True)
+results = []
+for recipe in ['none'] + a.recipes.split(','):
+    if recipe != 'none':
+        fp8.fp8_config = lambda pad_inner_dim=False, r=recipe: replace(Float8LinearConfig.from_recipe_name(r),
+                                                                      pad_inner_dim=pad_inner_dim)
+    settings = dict(base, fp8=recipe != 'none')
+    try:
+        r = bench.run_row(a.base if recipe == 'none' else f'{a.base} + fp8 {recipe}', settings, batches, peak, device,
+                          profile_step=recipe in a.profile.split(','))
+    except Exception as e:  # report and go on with the next recipe
+        print(f'{recipe}: FAILED {type(e).__name__}: {str(e)[:1500]}', flush=True)
+        continue
+    results.append(r)
+    print(json.dumps(r), flush=True)
+    with open(os.path.join(a.out_dir, 'results.json'), 'w') as f:
+        json.dump(results, f, indent=1)
+print('\n' + bench.table(results))
