@@ -144,6 +144,13 @@ class Timer:
         return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
 
 
+def row_batches(cfg, lengths):
+    """The two LIBERO-shaped batches every training row alternates between (the module docstring says their layout)."""
+    gen = torch.Generator().manual_seed(seed)
+    return [data.random_batch(cfg, batch_size, cameras=2, empty_slots=1, prompt_lengths=lengths, generator=gen)
+            for _ in range(2)]
+
+
 def free_memory():
     torch._dynamo.reset()  # compiled code holds the old modules
     gc.collect()
@@ -724,9 +731,7 @@ if __name__ == '__main__':
         raise SystemExit
     cfg = M.configs[model_name]
     lengths = prompt_lengths()
-    gen = torch.Generator().manual_seed(seed)
-    batches = [data.random_batch(cfg, batch_size, cameras=2, empty_slots=1, prompt_lengths=lengths, generator=gen)
-               for _ in range(2)]
+    batches = row_batches(cfg, lengths)
     if fp8_validate:
         write_fp8_keep_list(named, batches, device)
         raise SystemExit

@@ -20,7 +20,6 @@ import torch
 from torchao.float8 import Float8LinearConfig
 
 import bench
-import data
 import fp8
 import model as M
 import train
@@ -39,11 +38,7 @@ bench.model_name, bench.steps, bench.warmup, bench.out_dir = a.model_name, a.ste
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.manual_seed(0)
 device = M.resolve_device('auto')
-cfg = M.configs[a.model_name]
-gen = torch.Generator().manual_seed(0)
-lengths = bench.prompt_lengths()
-batches = [data.random_batch(cfg, bench.batch_size, cameras=2, empty_slots=1, prompt_lengths=lengths, generator=gen)
-           for _ in range(2)]
+batches = bench.row_batches(M.configs[a.model_name], bench.prompt_lengths())
 peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
 label, base = bench.named_rows()[a.base]
 print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'CPU'} | torch {torch.__version__} | base row: {label} "
