@@ -8,7 +8,8 @@ keep-list (fp8_keep.txt) is the one measured for tensorwise. Rows are bench.py's
     PYTHONPATH=. python docs/runs/z_bk_fp8_recipes.py --model_name=tiny --steps=1 --warmup=1   # CPU: the rows build
 
 On the device after `source docs/closed_loop/device_setup.sh` (which sets PYTHONPATH to its wheels) use
-PYTHONPATH=.:/tmp/site. Run 2026-12-07 on one H100: docs/runs/bi/fp8_recipes_h100/.
+PYTHONPATH=.:/tmp/site. Runs 2026-12-07 on H100s: docs/runs/bi/fp8_recipes_h100/ (rowwise),
+docs/runs/bj/fp8_recipes_h100/ (rowwise_with_gw_hp).
 """
 import argparse
 import json
