@@ -1,0 +1,124 @@
+"""2026-12-07 (issue 18): why the training step's GEMMs run below the bf16 matmul probe, shape by shape.
+
+The default row's forward and backward run once on the meta device under a dispatch mode that records every matmul
+(aten.mm / addmm: shapes, strides, bias); the attention products (bmm on meta, cuDNN on the GPU) are left out. On a
+GPU each distinct GEMM is then timed alone in bf16 with the recorded strides (CUDA events, median of `--reps`), and
+the table lists, per GEMM, how much of the step's GEMM time it takes and how much more than at the probe's rate
+(train.measure_matmul_tflops, 8192^3). On the CPU it prints the list of shapes only.
+
+    PYTHONPATH=. python docs/runs/z_bl_gemm_shapes.py --out=gemm_shapes.md     # any GPU, ~1 min
+    PYTHONPATH=. python docs/runs/z_bl_gemm_shapes.py                          # CPU: the shapes and FLOPs
+"""
+import argparse
+import collections
+import statistics
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import bench
+import model as M
+
+p = argparse.ArgumentParser()
+p.add_argument('--row', default='default', help="bench.py row whose step's GEMMs are listed")
+p.add_argument('--reps', type=int, default=20)
+p.add_argument('--out', default='')
+a = p.parse_args()
+aten = torch.ops.aten
+
+
+class Record(TorchDispatchMode):
+    """Counts every mm / addmm by (shape, strides of both operands, has bias)."""
+    def __init__(self):
+        super().__init__()
+        self.seen = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in (aten.mm.default, aten.addmm.default):
+            x, w = args[-2:] if func == aten.addmm.default else args[:2]
+            self.seen[(tuple(x.shape), x.stride(), tuple(w.shape), w.stride(), func == aten.addmm.default)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def stack_of(m, k, n):
+    """Which part of pi05 a GEMM (m x k @ k x n) belongs to, from its token counts (18432 Gemma prefix tokens,
+    16384 SigLIP tokens, which is also Gemma's MLP width, 1600 action tokens, 32 samples for the time
+    conditioning), and whether it is a weight gradient (the contraction runs over the tokens)."""
+    if k == 18432:
+        return 'Gemma 2B weight grad'
+    if m == 18432:
+        return 'Gemma 2B'
+    if k == 16384:
+        return 'SigLIP weight grad'
+    if m == 16384:
+        return 'SigLIP'
+    if k in (1600, 32) and m != 1600:
+        return 'expert weight grad' if k == 1600 else 'time MLPs weight grad'
+    return 'expert' if m == 1600 else 'time MLPs' if m == 32 else f'rows {m}'
+
+
+named = bench.named_rows()
+label, settings = named[a.row]
+settings = dict(settings, compile=False, compile_vision=False)  # eager: every matmul goes through the dispatcher
+batches = bench.row_batches(M.configs[bench.model_name], bench.prompt_lengths())
+model, raw, opt, conf, steps, wrist, _ = bench.setup_row(settings, batches, 'meta')
+mb = steps[0][0]
+rec = Record()
+with rec:
+    noise = torch.zeros(mb['actions'].shape, device='meta')
+    loss = model(mb, noise=noise, time=torch.zeros(mb['actions'].shape[0], device='meta'), loss_dims=conf['loss_dims'])
+    loss.backward()
+gemms = [(key, n, 2 * key[0][0] * key[0][1] * key[2][1]) for key, n in rec.seen.items()]
+total_flop = sum(n * f for _, n, f in gemms)
+print(f'{label}: {sum(n for _, n, _ in gemms)} GEMMs, {len(gemms)} distinct, {total_flop / 1e12:.1f} TFLOP a step')
+
+lines = []
+if torch.cuda.is_available():
+    import train
+    probe = train.measure_matmul_tflops()
+    gpu = torch.cuda.get_device_name()
+    ev = lambda: torch.cuda.Event(enable_timing=True)
+    rows = []
+    for (xs, xst, ws, wst, bias), n, flop in gemms:
+        x = torch.empty_strided(xs, xst, device='cuda', dtype=torch.bfloat16).normal_()
+        w = torch.empty_strided(ws, wst, device='cuda', dtype=torch.bfloat16).normal_()
+        b = torch.randn(ws[1], device='cuda', dtype=torch.bfloat16) if bias else None
+        fn = (lambda: torch.addmm(b, x, w)) if bias else (lambda: x @ w)
+        for _ in range(3):
+            fn()
+        times = []
+        for _ in range(a.reps):
+            s, e = ev(), ev()
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e))
+        ms = statistics.median(times)
+        layout = ('T' if xst[0] == 1 else 'N') + ('T' if wst[0] == 1 else 'N')
+        rows.append((stack_of(xs[0], xs[1], ws[1]), f'{xs[0]} x {xs[1]} x {ws[1]} {layout}{" +bias" if bias else ""}',
+                     n, ms, flop / ms / 1e9, n * ms, n * (ms - flop / probe / 1e9)))
+        del x, w, b
+    rows.sort(key=lambda r: -r[6])
+    t_all = sum(r[5] for r in rows)
+    at_probe = total_flop / probe / 1e9
+    lines += [f'{gpu}, torch {torch.__version__}, bf16 matmul probe {probe:.0f} TFLOP/s; row {a.row!r} ({label}); '
+              f'each GEMM timed alone, median of {a.reps}',
+              f'all {sum(r[2] for r in rows)} GEMMs alone: {t_all:.1f} ms ({total_flop / t_all / 1e9:.0f} TFLOP/s), '
+              f'{at_probe:.1f} ms at the probe rate, {t_all - at_probe:.1f} ms over it', '',
+              '| part | M x K x N (layout) | count | ms each | TFLOP/s | ms a step | ms over the probe rate |',
+              '|---|---|---|---|---|---|---|']
+    lines += [f'| {r[0]} | {r[1]} | {r[2]} | {r[3]:.3f} | {r[4]:.0f} | {r[5]:.1f} | {r[6]:+.1f} |' for r in rows]
+    by = collections.defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        by[r[0]][0] += r[5]
+        by[r[0]][1] += r[6]
+    lines += ['', '| part | ms a step | ms over the probe rate |', '|---|---|---|']
+    lines += [f'| {k} | {v[0]:.1f} | {v[1]:+.1f} |' for k, v in sorted(by.items(), key=lambda kv: -kv[1][1])]
+else:
+    for (xs, xst, ws, wst, bias), n, flop in sorted(gemms, key=lambda g: -g[1] * g[2]):
+        lines.append(f'{stack_of(xs[0], xs[1], ws[1])}: {xs} {xst} @ {ws} {wst} bias={bias} x{n}: {n * flop / 1e12:.2f} TFLOP')
+print('\n'.join(lines))
+if a.out:
+    with open(a.out, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
