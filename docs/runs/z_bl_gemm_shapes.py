@@ -2,7 +2,8 @@
 
 The default row's forward and backward run once on the meta device under a dispatch mode that records every matmul
 (aten.mm / addmm: shapes, strides, bias); the attention products (bmm on meta, cuDNN on the GPU) are left out. On a
-GPU each distinct GEMM is then timed alone in bf16 with the recorded strides (CUDA events, median of `--reps`), and
+GPU each distinct GEMM is then timed alone in bf16 with the recorded strides (`--reps` calls back to back between
+two CUDA events, the median of five such runs), and
 the table lists, per GEMM, how much of the step's GEMM time it takes and how much more than at the probe's rate
 (train.measure_matmul_tflops, 8192^3). On the CPU it prints the list of shapes only.
 
@@ -72,38 +73,55 @@ gemms = [(key, n, 2 * key[0][0] * key[0][1] * key[2][1]) for key, n in rec.seen.
 total_flop = sum(n * f for _, n, f in gemms)
 print(f'{label}: {sum(n for _, n, _ in gemms)} GEMMs, {len(gemms)} distinct, {total_flop / 1e12:.1f} TFLOP a step')
 
+# fused projections: each group of GEMMs that read the same input, per layer, forward + input grad + weight grad,
+# as separate GEMMs and as one GEMM over the concatenated weights; (name, layers, rows, in, [outs], bias)
+FUSIONS = [('SigLIP q|k|v', 27, 16384, 1152, [1152] * 3, True),
+           ('Gemma 2B q|k|v', 17, 18432, 2048, [2048, 256, 256], False),
+           ('Gemma 2B gate|up', 17, 18432, 2048, [16384] * 2, False),
+           ('expert q|k|v', 18, 1600, 1024, [2048, 256, 256], False),
+           ('expert gate|up', 18, 1600, 1024, [4096] * 2, False)]
+
 lines = []
 if torch.cuda.is_available():
     import train
     probe = train.measure_matmul_tflops()
     gpu = torch.cuda.get_device_name()
     ev = lambda: torch.cuda.Event(enable_timing=True)
-    rows = []
-    for (xs, xst, ws, wst, bias), n, flop in gemms:
-        x = torch.empty_strided(xs, xst, device='cuda', dtype=torch.bfloat16).normal_()
-        w = torch.empty_strided(ws, wst, device='cuda', dtype=torch.bfloat16).normal_()
-        b = torch.randn(ws[1], device='cuda', dtype=torch.bfloat16) if bias else None
-        fn = (lambda: torch.addmm(b, x, w)) if bias else (lambda: x @ w)
+
+    def time_ms(fn):
         for _ in range(3):
             fn()
         times = []
-        for _ in range(a.reps):
+        for _ in range(5):  # reps calls back to back between two events: no launch or sync gap counted per call
             s, e = ev(), ev()
             s.record()
-            fn()
+            for _ in range(a.reps):
+                fn()
             e.record()
             e.synchronize()
-            times.append(s.elapsed_time(e))
-        ms = statistics.median(times)
-        layout = ('T' if xst[0] == 1 else 'N') + ('T' if wst[0] == 1 else 'N')
+            times.append(s.elapsed_time(e) / a.reps)
+        return statistics.median(times)
+
+    def gemm_ms(m, k, n, layout, bias=False):
+        """One bf16 GEMM x (m, k) @ w (k, n), each operand row-major ('N') or a row-major tensor's transpose ('T')."""
+        x = torch.randn(m, k, device='cuda', dtype=torch.bfloat16) if layout[0] == 'N' else \
+            torch.randn(k, m, device='cuda', dtype=torch.bfloat16).t()
+        w = torch.randn(k, n, device='cuda', dtype=torch.bfloat16) if layout[1] == 'N' else \
+            torch.randn(n, k, device='cuda', dtype=torch.bfloat16).t()
+        b = torch.randn(n, device='cuda', dtype=torch.bfloat16) if bias else None
+        return time_ms((lambda: torch.addmm(b, x, w)) if bias else (lambda: x @ w))
+
+    rows = []
+    for (xs, xst, ws, wst, bias), n, flop in gemms:
+        layout = ('T' if xst[0] == 1 and xs[1] > 1 else 'N') + ('T' if wst[0] == 1 and ws[1] > 1 else 'N')
+        ms = gemm_ms(xs[0], xs[1], ws[1], layout, bias)
         rows.append((stack_of(xs[0], xs[1], ws[1]), f'{xs[0]} x {xs[1]} x {ws[1]} {layout}{" +bias" if bias else ""}',
                      n, ms, flop / ms / 1e9, n * ms, n * (ms - flop / probe / 1e9)))
-        del x, w, b
     rows.sort(key=lambda r: -r[6])
     t_all = sum(r[5] for r in rows)
     at_probe = total_flop / probe / 1e9
     lines += [f'{gpu}, torch {torch.__version__}, bf16 matmul probe {probe:.0f} TFLOP/s; row {a.row!r} ({label}); '
-              f'each GEMM timed alone, median of {a.reps}',
+              f'each GEMM timed alone, {a.reps} calls back to back, median of 5',
               f'all {sum(r[2] for r in rows)} GEMMs alone: {t_all:.1f} ms ({total_flop / t_all / 1e9:.0f} TFLOP/s), '
               f'{at_probe:.1f} ms at the probe rate, {t_all - at_probe:.1f} ms over it', '',
               '| part | M x K x N (layout) | count | ms each | TFLOP/s | ms a step | ms over the probe rate |',
@@ -115,6 +133,13 @@ if torch.cuda.is_available():
         by[r[0]][1] += r[6]
     lines += ['', '| part | ms a step | ms over the probe rate |', '|---|---|---|']
     lines += [f'| {k} | {v[0]:.1f} | {v[1]:+.1f} |' for k, v in sorted(by.items(), key=lambda kv: -kv[1][1])]
+    lines += ['', '| projections read from one input (layers) | separate: forward + input grad + weight grad, ms a step '
+              '| one GEMM over the concatenated weights | difference |', '|---|---|---|---|']
+    for name, layers, m, k, outs, bias in FUSIONS:
+        sep = sum(gemm_ms(m, k, n, 'NT', bias) + gemm_ms(m, n, k, 'NN') + gemm_ms(n, m, k, 'TN') for n in outs)
+        N = sum(outs)
+        one = gemm_ms(m, k, N, 'NT', bias) + gemm_ms(m, N, k, 'NN') + gemm_ms(N, m, k, 'TN')
+        lines.append(f'| {name} ({layers}) | {layers * sep:.1f} | {layers * one:.1f} | {layers * (one - sep):+.1f} |')
 else:
     for (xs, xst, ws, wst, bias), n, flop in sorted(gemms, key=lambda g: -g[1] * g[2]):
         lines.append(f'{stack_of(xs[0], xs[1], ws[1])}: {xs} {xst} @ {ws} {wst} bias={bias} x{n}: {n * flop / 1e12:.2f} TFLOP')
