@@ -75,7 +75,8 @@ CAMERAS = ('image', 'wrist_image', 'right_wrist_image')  # the batches' slots; t
 # switches that exist only to rebuild the community-equivalent rows; everything else is a train.py config key
 REFERENCE = dict(prune_cameras=True, skip_unused=True, batched_vision=True, fused_adamw=True, host_syncs=False)
 COMMUNITY = dict(prune_cameras=False, prompt_bucket=0, attn='eager', recompute='full', compile=False, compile_vision=False,
-                 param_dtype='bfloat16', skip_unused=False, batched_vision=False, fused_adamw=False, host_syncs=True, fp8=False)
+                 param_dtype='bfloat16', skip_unused=False, batched_vision=False, fused_adamw=False, host_syncs=True, fp8=False,
+                 cat_projections=False)
 LADDER = [  # (short name, row label, change); each row adds one change to the row above
     ('community', 'community-equivalent', {}),
     ('camera', '+ camera-slot pruning', dict(prune_cameras=True)),
@@ -97,6 +98,7 @@ VARIANTS = {  # single changes to the default row, for decisions: --rows=default
     'eagervision': ('default with eager SigLIP', dict(compile_vision=False)),
     'graphs': ('default with compile_mode=reduce-overhead', dict(compile_mode='reduce-overhead')),
     'align8': ('default with 70 prompt slots (632 tokens, a multiple of 8; 64 slots give 626)', dict(prompt_bucket=70)),
+    'cat': ('default with cat_projections=True', dict(cat_projections=True)),
     'lora': ('default with lora=True', dict(lora=True)),  # openpi's LoRA (its costs: memory.MS['lora'], MS['lora_micro'])
 }
 

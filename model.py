@@ -93,6 +93,21 @@ class Linear(nn.Linear):
         return F.linear(x, self.weight.to(x.dtype), b)
 
 
+def cat_linear(x, linears):
+    """Training (cat_projections): Linears that read the same x as one GEMM over their weights concatenated at each
+    call -> their outputs. Under compile the concatenation is part of the cast to x's dtype that each Linear does
+    anyway, and autograd hands each weight its slice of the one weight-gradient GEMM."""
+    w = torch.cat([l.weight.to(x.dtype) for l in linears])
+    b = None if linears[0].bias is None else torch.cat([l.bias.to(x.dtype) for l in linears])
+    return F.linear(x, w, b).split([l.out_features for l in linears], dim=-1)
+
+
+def catted(m, linears):
+    """Whether m runs `linears` through cat_linear: cat_projections set it and they are plain Linears (fp8's and
+    LoRA's Linears run one by one)."""
+    return m.cat and all(type(l) is Linear for l in linears)
+
+
 def project(x, w, small=False):
     """x @ w^T in x's dtype, no bias (the serving GEMMs); small (use_small_gemm): where small_gemm.usable allows (few
     rows, bf16 on a GPU, a weight shape it has a configuration for) small_gemm.py's kernel instead of cuBLAS."""
@@ -145,6 +160,7 @@ class AdaRMSNorm(nn.Module):
 
 class GemmaMLP(nn.Module):
     small = False  # serving: the fused gate/up GEMM through small_gemm.py where it can (use_small_gemm)
+    cat = False  # training: gate/up as one GEMM (cat_projections)
 
     def __init__(self, dim, hidden):
         super().__init__()
@@ -155,6 +171,8 @@ class GemmaMLP(nn.Module):
     def forward(self, x):
         if self.fused is not None and not self.gate_proj.weight.requires_grad:  # serving (fuse_projections)
             gate, up = project(x, self.fused, self.small).chunk(2, dim=-1)
+        elif catted(self, (self.gate_proj, self.up_proj)):
+            gate, up = cat_linear(x, (self.gate_proj, self.up_proj))
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
         return self.down_proj(F.gelu(gate, approximate='tanh') * up)
@@ -163,6 +181,7 @@ class GemmaMLP(nn.Module):
 class GemmaAttention(nn.Module):
     """Projections only: the attention itself is joint over both streams (JointLayer)."""
     small = False  # serving: the fused q/k/v GEMM through small_gemm.py where it can (use_small_gemm)
+    cat = False  # training: q/k/v as one GEMM (cat_projections)
 
     def __init__(self, dim, cfg):
         super().__init__()
@@ -268,6 +287,8 @@ def qkv(layer, x, cos, sin, head_dim, cond=None, mod=None):
     if a.fused is not None and not a.q_proj.weight.requires_grad:  # serving (fuse_projections)
         q, k, v = project(h, a.fused, a.small).split([a.q_proj.out_features, a.k_proj.out_features,
                                                       a.v_proj.out_features], dim=-1)
+    elif catted(a, (a.q_proj, a.k_proj, a.v_proj)):
+        q, k, v = cat_linear(h, (a.q_proj, a.k_proj, a.v_proj))
     else:
         q, k, v = a.q_proj(h), a.k_proj(h), a.v_proj(h)
     q, k, v = (y.view(B, T, -1, head_dim) for y in (q, k, v))
@@ -356,6 +377,8 @@ class LastJointLayer(JointLayer):
 
 
 class SiglipAttention(nn.Module):
+    cat = False  # training: q/k/v as one GEMM (cat_projections)
+
     def __init__(self, dim, heads):
         super().__init__()
         self.heads = heads
@@ -368,6 +391,9 @@ class SiglipAttention(nn.Module):
         if self.fused is not None and not self.q_proj.weight.requires_grad:  # serving (fuse_projections): one GEMM
             qkv = F.linear(x, self.fused.to(x.dtype), self.fused_bias.to(x.dtype))
             q, k, v = qkv.view(B, P, 3 * self.heads, -1).transpose(1, 2).chunk(3, dim=1)
+        elif catted(self, (self.q_proj, self.k_proj, self.v_proj)):
+            q, k, v = (p.view(B, P, self.heads, -1).transpose(1, 2)
+                       for p in cat_linear(x, (self.q_proj, self.k_proj, self.v_proj)))
         else:
             q, k, v = (p(x).view(B, P, self.heads, -1).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
         return self.out_proj(sdpa_without_cudnn_nan(q, k, v).transpose(1, 2).reshape(B, P, D))
@@ -987,6 +1013,15 @@ def fuse_projections(model):
         m.fused = tie(linears, 'weight')
         if linears[0].bias is not None:
             m.fused_bias = tie(linears, 'bias')
+    return model
+
+
+def cat_projections(model, on=True):
+    """Training: the same groups as fuse_projections (fused_groups) run as one GEMM each over their weights
+    concatenated at each call (cat_linear), so the parameters stay separate tensors; on=False: one GEMM per Linear.
+    Groups whose Linears are not plain (fp8, LoRA) keep one GEMM per Linear."""
+    for m, _ in fused_groups(model):
+        m.cat = on
     return model
 
 

@@ -305,6 +305,40 @@ def test_per_layer_compile_matches_eager_without_recompiles():
     loss_and_grads(m, make_batch(cfg, seed=5), n, t)  # a new batch of the same shapes compiles nothing
     assert counters['stats']['unique_graphs'] == graphs and not counters['recompiles']
 
+def test_cat_projections_match_separate_linears():
+    """cat_projections (training): q/k/v and gate/up, and SigLIP's q/k/v with biases, as one GEMM each over the
+    concatenated weights: the same loss and every parameter's gradient as one GEMM per Linear, each group really
+    takes the concatenated path, and a group with a Linear that is not plain (LoRA, fp8) runs one by one."""
+    m, b, (n, t) = make_model(), make_batch(), noise_time()
+    ref = loss_and_grads(m, b, n, t)
+    M.cat_projections(m)
+    calls = []
+    real = M.cat_linear
+    M.cat_linear = lambda x, linears: calls.append(len(linears)) or real(x, linears)
+    try:
+        got = loss_and_grads(m, b, n, t)
+    finally:
+        M.cat_linear = real
+    groups = len(list(M.fused_groups(m))) - 2  # the last layer's VLM stream runs k and v only, no MLP
+    assert len(calls) == groups, f'{len(calls)} concatenated GEMMs for {groups} groups'
+    assert_same_function(ref, got, 'concatenated projections vs separate')
+    swapped = m.vision.encoder.layers[0].self_attn  # the wrong order of q and k would change the function
+    swapped.q_proj, swapped.k_proj = swapped.k_proj, swapped.q_proj
+    with pytest.raises(AssertionError):
+        assert_close(loss_and_grads(m, b, n, t)[0], ref[0], 'q and k swapped')
+    l = lora_model()  # LoRA's Gemma Linears run one by one, SigLIP's (fully trained) concatenated
+    ref = loss_and_grads(l, b, n, t)
+    M.cat_projections(l)
+    for g, names in M.fused_groups(l):
+        linears = [g.get_submodule(x) for x in names]
+        lora = any(type(x) is not M.Linear for x in linears)
+        assert M.catted(g, linears) == (not lora) and (lora or g in l.vision.modules() or g is l.layers[-1].vlm.mlp)
+    loss, grads = loss_and_grads(l, b, n, t)  # (frozen weights and zero-initialised B: too few gradients for
+    assert_close(loss, ref[0], 'LoRA with cat_projections, loss')  # assert_same_function's count)
+    for k, g in grads.items():
+        assert_close(g, ref[1][k], f'LoRA with cat_projections, grad {k}', atol=1e-7 + 1e-6 * float(g.abs().max()))
+
+
 def test_compiled_layers_with_recompute_match_eager():
     """The wrappers in train.py's order (recompute, then compile) on a model: same function, no graph breaks."""
     from torch._dynamo.utils import counters
