@@ -286,7 +286,8 @@ def test_recompute_patterns_pick_units_and_reject_typos():
         M.apply_recompute(make_model(), 'layers.*.mlp')
 
 
-def test_per_layer_compile_matches_eager_without_recompiles():
+@pytest.mark.parametrize('cat', [False, True])
+def test_per_layer_compile_matches_eager_without_recompiles(cat):
     from torch._dynamo.utils import counters
     import torch._dynamo
     cfg = replace(CFG, depth=18)
@@ -294,6 +295,7 @@ def test_per_layer_compile_matches_eager_without_recompiles():
     ref = loss_and_grads(m, b, n, t)
     torch._dynamo.reset()
     counters.clear()
+    M.cat_projections(m, cat)  # train.py's cat_projections: one GEMM per q/k/v and gate/up group
     M.apply_compile(m, vision=True, backend='aot_eager')
     got = loss_and_grads(m, b, n, t)
     assert_same_function(ref, got, 'per-layer compiled vs eager')
