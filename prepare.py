@@ -331,7 +331,9 @@ def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, 
     bar = tqdm(total=n_frames, desc="prepare", unit="frame", smoothing=0.05)
     if workers > 1:
         import multiprocessing as mp
-        with mp.get_context("fork").Pool(workers) as pool:
+        # spawn: a forked worker inherits the caller's threads' locks (tqdm's monitor, OpenMP, video decoders)
+        # and can hang on one; the CI saw a pool of forked workers that never finished
+        with mp.get_context("spawn").Pool(workers) as pool:
             for n in pool.imap_unordered(_load_episode, jobs, chunksize=1):
                 bar.update(n)
     else:
