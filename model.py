@@ -95,8 +95,10 @@ class Linear(nn.Linear):
 
 def cat_linear(x, linears):
     """Training (cat_projections): Linears that read the same x as one GEMM over their weights concatenated at each
-    call -> their outputs. Under compile the concatenation is part of the cast to x's dtype that each Linear does
-    anyway, and autograd hands each weight its slice of the one weight-gradient GEMM."""
+    call -> their outputs; autograd hands each weight its slice of the one weight-gradient GEMM. With fp32 master
+    weights the concatenation can share a kernel with the cast to x's dtype that each Linear does anyway; with bf16
+    parameters it is one more copy of the weights each call."""
+    assert len({l.bias is None for l in linears}) == 1, 'cat_linear: all the Linears have a bias, or none'
     w = torch.cat([l.weight.to(x.dtype) for l in linears])
     b = None if linears[0].bias is None else torch.cat([l.bias.to(x.dtype) for l in linears])
     return F.linear(x, w, b).split([l.out_features for l in linears], dim=-1)

@@ -298,7 +298,8 @@ def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, 
     select_features); wrist: the camera names that are wrist cameras (default: by name). stats: a stats.json /
     openpi norm_stats.json to use (e.g. the one a checkpoint ships, so pi05 state prompts match it); else computed
     here. The low-dim data is read and checked first (non-finite values are an error, or skipped with
-    drop_nonfinite); then episodes decode in a process pool and stream into preallocated memmaps."""
+    drop_nonfinite); then episodes decode in a pool of `workers` spawned processes (a script that calls this with
+    workers > 1 needs the `if __name__ == "__main__":` guard) and stream into preallocated memmaps."""
     try:
         import pyarrow  # noqa: F401
         import PIL  # noqa: F401
@@ -327,7 +328,7 @@ def prepare(src, out, tokenizer, cameras=None, state_key=None, action_key=None, 
         np.lib.format.open_memmap(os.path.join(out, f"images_{c}.npy"), "w+", np.uint8, (n_frames, 3, S, S)).flush()
     for k, (j, low, kp) in enumerate(zip(jobs, lows, keep)):
         j.update(start=int(starts[k]), out=out, image_size=S, keep=kp, times=low[3])
-    workers = os.cpu_count() if workers is None else workers
+    workers = min(os.cpu_count() if workers is None else workers, len(jobs))  # a spawned worker imports torch
     bar = tqdm(total=n_frames, desc="prepare", unit="frame", smoothing=0.05)
     if workers > 1:
         import multiprocessing as mp

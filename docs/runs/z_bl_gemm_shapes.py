@@ -44,7 +44,9 @@ class Record(TorchDispatchMode):
 def stack_of(m, k, n):
     """Which part of pi05 a GEMM (m x k @ k x n) belongs to, from its token counts (18432 Gemma prefix tokens,
     16384 SigLIP tokens, which is also Gemma's MLP width, 1600 action tokens, 32 samples for the time
-    conditioning), and whether it is a weight gradient (the contraction runs over the tokens)."""
+    conditioning: the expert's adaRMS Dense layers and the time MLP), and whether it is a weight gradient (the
+    contraction runs over the tokens). The counts are pi05's at micro-batch 32 with bench.py's batches: another
+    model or row gets labels by these numbers only where they happen to match."""
     if k == 18432:
         return 'Gemma 2B weight grad'
     if m == 18432:
@@ -54,8 +56,8 @@ def stack_of(m, k, n):
     if m == 16384:
         return 'SigLIP'
     if k in (1600, 32) and m != 1600:
-        return 'expert weight grad' if k == 1600 else 'time MLPs weight grad'
-    return 'expert' if m == 1600 else 'time MLPs' if m == 32 else f'rows {m}'
+        return 'expert weight grad' if k == 1600 else 'adaRMS / time weight grad'
+    return 'expert' if m == 1600 else 'adaRMS / time' if m == 32 else f'rows {m}'
 
 
 named = bench.named_rows()

@@ -2,7 +2,7 @@
 # 2026-12-07 (issue 18): the step's GEMMs shape by shape (z_bl_gemm_shapes.py), then cat_projections A/B on a row that
 # fits 80 GB (z_bm_ab.py, BASE=sdpa; BASE=default on an H200). No carry needed (torch only). END: deadline, s.
 T0=$(date +%s); left() { local t=$(( $1 - ($(date +%s) - T0) )); [ $t -gt 0 ] && echo $t || echo 1; }
-L=$OUT/logs; mkdir -p $L
+L=${OUT:-.}/logs; mkdir -p $L
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader | tee $L/gpu.txt
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a $L/gpu.txt
 export PYTHONPATH=. PYTHONUNBUFFERED=1
