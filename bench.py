@@ -153,6 +153,23 @@ def row_batches(cfg, lengths):
             for _ in range(2)]
 
 
+def script_setup(base, model_name_, steps_, warmup_, out_dir_, note=''):
+    """For the scripts under docs/runs that time bench.py's rows their own way: sets this module's globals, prints
+    the header line -> (device, the two batches, the measured bf16 matmul peak, the base row's label and settings)."""
+    global model_name, steps, warmup, out_dir
+    model_name, steps, warmup, out_dir = model_name_, steps_, warmup_, out_dir_
+    os.makedirs(out_dir, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.manual_seed(0)
+    device = M.resolve_device('auto')
+    batches = row_batches(M.configs[model_name], prompt_lengths())
+    peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
+    label, settings = named_rows()[base]
+    print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'CPU'} | torch {torch.__version__} | base row: "
+          f"{label}{note} | {time.strftime('%Y-%m-%d')}", flush=True)
+    return device, batches, peak, label, settings
+
+
 def free_memory():
     torch._dynamo.reset()  # compiled code holds the old modules
     gc.collect()

@@ -14,16 +14,12 @@ docs/runs/bj/fp8_recipes_h100/ (rowwise_with_gw_hp).
 import argparse
 import json
 import os
-import time
 from dataclasses import replace
 
-import torch
 from torchao.float8 import Float8LinearConfig
 
 import bench
 import fp8
-import model as M
-import train
 
 p = argparse.ArgumentParser()
 p.add_argument('--base', default='sdpa', help="bench.py row the fp8 rows add to ('sdpa' fits 80 GB; 'default' needs ~96 GiB)")
@@ -34,16 +30,7 @@ p.add_argument('--steps', type=int, default=10)
 p.add_argument('--warmup', type=int, default=2)
 p.add_argument('--out_dir', default='fp8_recipes_out')
 a = p.parse_args()
-os.makedirs(a.out_dir, exist_ok=True)
-bench.model_name, bench.steps, bench.warmup, bench.out_dir = a.model_name, a.steps, a.warmup, a.out_dir
-torch.backends.cuda.matmul.allow_tf32 = True
-torch.manual_seed(0)
-device = M.resolve_device('auto')
-batches = bench.row_batches(M.configs[a.model_name], bench.prompt_lengths())
-peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
-label, base = bench.named_rows()[a.base]
-print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'CPU'} | torch {torch.__version__} | base row: {label} "
-      f"| {time.strftime('%Y-%m-%d')}", flush=True)
+device, batches, peak, label, base = bench.script_setup(a.base, a.model_name, a.steps, a.warmup, a.out_dir)
 results = []
 for recipe in ['none'] + a.recipes.split(','):
     if recipe != 'none':

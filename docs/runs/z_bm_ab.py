@@ -10,12 +10,8 @@ import ast
 import json
 import os
 import statistics
-import time
-
-import torch
 
 import bench
-import model as M
 import train
 
 p = argparse.ArgumentParser()
@@ -34,16 +30,8 @@ try:
     value = ast.literal_eval(value)
 except (ValueError, SyntaxError):
     pass  # a string
-os.makedirs(a.out_dir, exist_ok=True)
-bench.model_name, bench.steps, bench.warmup, bench.out_dir = a.model_name, a.steps, a.warmup, a.out_dir
-torch.backends.cuda.matmul.allow_tf32 = True
-torch.manual_seed(0)
-device = M.resolve_device('auto')
-batches = bench.row_batches(M.configs[a.model_name], bench.prompt_lengths())
-peak = train.measure_matmul_tflops() if device == 'cuda' else float('nan')
-label, base = bench.named_rows()[a.base]
-print(f"{torch.cuda.get_device_name() if device == 'cuda' else 'CPU'} | torch {torch.__version__} | base row: {label} "
-      f"| B: {key}={value!r} | {time.strftime('%Y-%m-%d')}", flush=True)
+device, batches, peak, label, base = bench.script_setup(a.base, a.model_name, a.steps, a.warmup, a.out_dir,
+                                                         note=f' | B: {key}={value!r}')
 results = []
 for i in range(a.pairs):
     for name, settings in (('A', base), ('B', dict(base, **{key: value}))):
