@@ -190,6 +190,7 @@ def setup_row(settings, batches, device, grad_accum=1, **cfg_overrides):
     conf = dict(train.default_config(), model_name=model_name, micro_batch=B, grad_accum=grad_accum, init_from='scratch', **s)
     trimmed = [data.trim_batch(b, conf['prompt_bucket'], cameras=ref['prune_cameras']) for b in batches]
     kept = trimmed[0][1]
+    torch.manual_seed(seed)  # every row starts from the same weights, so its loss column compares rows
     raw = train.build_model(conf, device, skip_unused=ref['skip_unused'], batched_vision=ref['batched_vision'], **cfg_overrides)
     model = train.wrap_model(raw, conf, device, cameras=len(kept))
     opt = train.make_optimizer(raw, conf, fused=ref['fused_adamw'])
