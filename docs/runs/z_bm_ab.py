@@ -3,6 +3,7 @@ so that the card, the clocks and the process are the same for both (bench.py's r
 
     PYTHONPATH=. python docs/runs/z_bm_ab.py --base=sdpa --change=cat_projections=True --out_dir=out   # fits 80 GB
     PYTHONPATH=. python docs/runs/z_bm_ab.py --base=default --change=cat_projections=True              # an H200
+    PYTHONPATH=. python docs/runs/z_bm_ab.py --base=vit --grad_accum=2                                  # fp32 master, 80 GB
     PYTHONPATH=. python docs/runs/z_bm_ab.py --model_name=tiny --steps=1 --warmup=1 --pairs=1            # CPU: it runs
 """
 import argparse
@@ -18,6 +19,7 @@ p = argparse.ArgumentParser()
 p.add_argument('--base', default='sdpa', help="bench.py row ('sdpa' fits 80 GB; 'default' needs ~96 GiB)")
 p.add_argument('--change', default='cat_projections=True', help='train.py config key=value set on the B rows')
 p.add_argument('--pairs', type=int, default=2)
+p.add_argument('--grad_accum', type=int, default=1, help='micro-batches a step (2: fp32 master weights fit 80 GB)')
 p.add_argument('--model_name', default='pi05')
 p.add_argument('--steps', type=int, default=10)
 p.add_argument('--warmup', type=int, default=2)
@@ -36,7 +38,7 @@ results = []
 for i in range(a.pairs):
     for name, settings in (('A', base), ('B', dict(base, **{key: value}))):
         r = bench.run_row(f'{name}{i + 1}: {a.base}' + (f' + {key}={value!r}' if name == 'B' else ''), settings, batches,
-                          peak, device)
+                          peak, device, grad_accum=a.grad_accum)
         results.append(r)
         print(json.dumps(r), flush=True)
         with open(os.path.join(a.out_dir, 'results.json'), 'w') as f:
