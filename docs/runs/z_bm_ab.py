@@ -3,7 +3,7 @@ so that the card, the clocks and the process are the same for both (bench.py's r
 
     PYTHONPATH=. python docs/runs/z_bm_ab.py --base=sdpa --change=cat_projections=True --out_dir=out   # fits 80 GB
     PYTHONPATH=. python docs/runs/z_bm_ab.py --base=default --change=cat_projections=True              # an H200
-    PYTHONPATH=. python docs/runs/z_bm_ab.py --base=vit --grad_accum=2                                  # fp32 master, 80 GB
+    PYTHONPATH=. python docs/runs/z_bm_ab.py --base=fp32master --grad_accum=2                           # fp32 master, 80 GB
     PYTHONPATH=. python docs/runs/z_bm_ab.py --model_name=tiny --steps=1 --warmup=1 --pairs=1            # CPU: it runs
 """
 import argparse
