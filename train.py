@@ -78,7 +78,7 @@ compile_vision = True           # also compile each SigLIP layer (H200, micro-ba
 compile_mode = 'default'        # torch.compile mode of each unit: 'default' | 'reduce-overhead' (CUDA graphs)
 cat_projections = False         # q/k/v and gate/up (and SigLIP's q/k/v) as one GEMM each over their weights
                                 # concatenated every step (model.cat_projections); fp8 and LoRA Linears run alone;
-                                # +2% a step with bf16 weights on an H100 (docs/performance.md), so off
+                                # on an H100 +2% a step with bf16 weights, +0.8% with fp32 master (docs/performance.md): off
 fp8 = False                     # torchao float8 Linears (fp8.py), CUDA
 fp8_keep_list = 'fp8_keep.txt'  # the Linears `bench.py --fp8_validate` measured faster in fp8; '': static rules only
 dtype = 'auto'                  # compute dtype 'bfloat16' | 'float32' | 'auto' (bf16 on CUDA, fp32 on CPU)
