@@ -90,6 +90,13 @@ def run(L, log):
         for name, backend in (('flex Triton', 'TRITON'), ('flex FLASH (FA4 CuTe DSL)', 'FLASH')):
             f = compiled_flex(backend)
             impls[name] = lambda a, b, c, f=f: f(a, b, c, bm)
+        # the same rule over an int32 validity vector, in case the CuTe DSL mask_mod cannot read a bool tensor
+        from torch.nn.attention.flex_attention import create_block_mask
+        vi = valid.to(torch.int32)
+        bm_i = create_block_mask(lambda b, h, qi, ki: (vi[b, qi] > 0) & (vi[b, ki] > 0) & flex_mask.sees(qi, ki, prefix),
+                                 B, None, T, T, device=dev, BLOCK_SIZE=128)
+        f = compiled_flex('FLASH')
+        impls['flex FLASH, int32 validity'] = lambda a, b, c, f=f: f(a, b, c, bm_i)
     fl = 4 * B * Hq * T * T * Dh * 3.5  # dense forward (2 GEMMs) + backward at 2.5x
     for name, fn in impls.items():
         try:
